@@ -1,0 +1,69 @@
+#ifndef DMLSERVE_KERNELS_BACKEND_DEVICE_H_
+#define DMLSERVE_KERNELS_BACKEND_DEVICE_H_
+
+// The seam between the scheduler and the kernels: a Device runs batches.
+//
+// A new backend implements Device (and a factory that enumerates its
+// devices); the scheduler needs nothing else. See docs/architecture.md.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
+
+namespace dmlserve {
+
+struct DeviceDescription {
+  std::string name;         // unique in the process: "cpu:0", "d3d12:1"
+  std::string backend;      // "cpu" or "d3d12"
+  std::string description;  // adapter or CPU description
+  bool software = false;    // software rasterizer (lavapipe, WARP)
+};
+
+// One operation of a batch and where its result goes.
+struct WorkItem {
+  const Operation* operation = nullptr;
+  Tensor output;        // set by the device on success
+  absl::Status status;  // per-item failure (the others still succeed)
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual const DeviceDescription& description() const = 0;
+
+  // Runs a batch of compatible operations (they share one scheduler
+  // compatibility key: same operator, data types and attributes, and for matrix
+  // multiplies the same B tensor, scales and zero points) as one unit of device
+  // work, filling each item's output or status.
+  //
+  // A non-OK return means the device itself failed (removed, hung, submission
+  // rejected): no item's output is valid and the caller re-runs them elsewhere
+  // and stops using this device.
+  //
+  // Called from up to max_inflight_batches() threads at once.
+  virtual absl::Status Execute(absl::Span<WorkItem> items) = 0;
+
+  // How many batches may be executing at once (overlapping uploads of one with
+  // computation of another).
+  virtual int max_inflight_batches() const { return 1; }
+
+  // Whether the registered tensor `registered_id` is already resident, so a
+  // batch that reads it avoids an upload here.
+  virtual bool IsResident(absl::string_view registered_id) const { return false; }
+
+  // The registered tensor was released; drop any resident copy.
+  virtual void Evict(absl::string_view registered_id) {}
+
+  // Device memory held (buffers, pools, resident tensors), for metrics.
+  virtual uint64_t memory_bytes() const { return 0; }
+};
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_KERNELS_BACKEND_DEVICE_H_

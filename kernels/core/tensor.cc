@@ -1,0 +1,26 @@
+#include "kernels/core/tensor.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace dmlserve {
+
+uint64_t ElementCount(const Shape& sizes) {
+  uint64_t count = 1;
+  for (uint32_t size : sizes) count *= size;
+  return count;
+}
+
+std::string ShapeToString(const Shape& sizes) {
+  return absl::StrCat("[", absl::StrJoin(sizes, ","), "]");
+}
+
+Tensor Tensor::Allocate(DataType type, const Shape& sizes) {
+  Tensor tensor;
+  tensor.data_type = type;
+  tensor.sizes = sizes;
+  tensor.bytes = std::make_shared<std::string>(ElementCount(sizes) * DataTypeSize(type), '\0');
+  return tensor;
+}
+
+}  // namespace dmlserve
