@@ -1,0 +1,76 @@
+"""Starts the real dmlserve binary on free loopback ports for a test.
+
+The server prints one line per listening endpoint at start-up:
+  dmlserve: serving gRPC on 127.0.0.1:PORT
+  dmlserve: serving metrics on http://127.0.0.1:PORT/metrics
+and exits 0 after SIGTERM once queued work is finished.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+_GRPC_LINE = re.compile(r"serving gRPC on (\S+)")
+_METRICS_LINE = re.compile(r"serving metrics on http://(\S+)/metrics")
+
+
+class ServerProcess:
+    def __init__(self, binary, extra_args=(), startup_timeout=60.0):
+        args = [binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", *extra_args]
+        self.output = []
+        self.grpc_address = None
+        self.metrics_address = None
+        self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, bufsize=1)
+        ready = threading.Event()
+
+        def pump():
+            for line in self._proc.stdout:
+                self.output.append(line)
+                m = _GRPC_LINE.search(line)
+                if m:
+                    self.grpc_address = m.group(1)
+                m = _METRICS_LINE.search(line)
+                if m:
+                    self.metrics_address = m.group(1)
+                if self.grpc_address and self.metrics_address:
+                    ready.set()
+            ready.set()
+
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
+        deadline = time.monotonic() + startup_timeout
+        while not ready.wait(0.1):
+            if time.monotonic() > deadline:
+                self._proc.kill()
+                raise RuntimeError("dmlserve did not start:\n" + "".join(self.output))
+        if not (self.grpc_address and self.metrics_address):
+            raise RuntimeError("dmlserve exited at start-up:\n" + "".join(self.output))
+
+    def alive(self):
+        return self._proc.poll() is None
+
+    def stop(self, timeout=60.0):
+        """Sends SIGTERM and returns the exit code."""
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            code = self._proc.wait()
+        self._pump.join(5)
+        return code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def server_binary():
+    return os.environ.get("DMLSERVE_BINARY", "build/server/dmlserve")
