@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what dmlserve needs to build, test and run, from Debian 12 packages
+# only. Safe to re-run: it installs only what is missing.
+set -euo pipefail
+
+packages=(
+  # Build
+  build-essential cmake ninja-build ccache pkg-config
+  # gRPC, protobuf, Abseil, JSON, HTTP
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto libabsl-dev
+  nlohmann-json3-dev libcivetweb-dev
+  # Tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3-grpcio python3-protobuf python3-numpy prometheus
+  # D3D12 through vkd3d on Vulkan (lavapipe when there is no GPU)
+  libvkd3d-dev libvkd3d-utils1 vkd3d-compiler libvulkan-dev mesa-vulkan-drivers
+)
+if [[ "${DMLSERVE_WINDOWS_CROSS:-1}" == 1 ]]; then
+  # Proves the D3D12 backend builds for Windows (mingw-w64), and runs it under wine.
+  packages+=(g++-mingw-w64-x86-64 wine64 xvfb xauth)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
