@@ -22,9 +22,7 @@ CompatibilityKey::TensorIdentity CompatibilityKey::TensorIdentity::Of(const Tens
   // Hashing the bytes once per job is far cheaper than the multiply itself.
   absl::string_view contents =
       tensor.bytes ? absl::string_view(*tensor.bytes) : absl::string_view();
-  identity.hash = absl::HashOf(static_cast<int>(tensor.data_type),
-                               std::vector<uint32_t>(tensor.sizes.begin(), tensor.sizes.end()),
-                               contents);
+  identity.hash = absl::HashOf(static_cast<int>(tensor.data_type), tensor.sizes, contents);
   return identity;
 }
 

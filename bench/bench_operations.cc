@@ -1,0 +1,115 @@
+#include "bench/bench_operations.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace dmlserve::bench {
+namespace {
+
+std::mt19937_64& Rng() {
+  static std::mt19937_64 rng(42);
+  return rng;
+}
+
+uint16_t HalfOf(float value) {
+  // Values here are in [0.5, 2): normal halves, so truncating the mantissa is
+  // enough for benchmark data.
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  const uint32_t exponent = ((bits >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(((bits >> 16) & 0x8000) | (exponent << 10) | ((bits >> 13) & 0x3ff));
+}
+
+Tensor RandomTensor(DataType type, const Shape& sizes) {
+  Tensor tensor = Tensor::Allocate(type, sizes);
+  std::uniform_real_distribution<float> near_one(0.9f, 1.1f);
+  const uint64_t count = tensor.element_count();
+  for (uint64_t i = 0; i < count; ++i) {
+    switch (type) {
+      case DataType::kFloat32:
+        tensor.mutable_data_as<float>()[i] = near_one(Rng());
+        break;
+      case DataType::kFloat16:
+        tensor.mutable_data_as<uint16_t>()[i] = HalfOf(near_one(Rng()));
+        break;
+      default: {
+        const uint64_t bits = Rng()();
+        std::memcpy(tensor.mutable_data() + i * DataTypeSize(type), &bits, DataTypeSize(type));
+      }
+    }
+  }
+  return tensor;
+}
+
+Tensor Floats(const Shape& sizes, float low, float high) {
+  Tensor tensor = Tensor::Allocate(DataType::kFloat32, sizes);
+  std::uniform_real_distribution<float> values(low, high);
+  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
+    tensor.mutable_data_as<float>()[i] = values(Rng());
+  }
+  return tensor;
+}
+
+template <typename T>
+T Check(absl::StatusOr<T> value) {
+  if (!value.ok()) {
+    std::fprintf(stderr, "benchmark operation is invalid: %s\n", value.status().ToString().c_str());
+    std::abort();
+  }
+  return *std::move(value);
+}
+
+}  // namespace
+
+Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_t axis,
+                   AxisDirection direction, bool exclusive) {
+  return Check(MakeScanOperation(kind, RandomTensor(type, sizes), axis, direction, exclusive));
+}
+
+std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
+                                           const std::string& registered_id) {
+  Tensor b = RandomTensor(DataType::kUint8, {k, n});
+  b.registered_id = registered_id;
+  const Tensor b_scale = Floats({1, 1, 1, n}, 0.005f, 0.01f);
+  std::vector<Operation> operations;
+  for (int i = 0; i < count; ++i) {
+    QuantizedMatMulTensors t;
+    t.a = RandomTensor(DataType::kInt8, {m, k});
+    t.a_scale = Floats({1, 1, m, 1}, 0.01f, 0.02f);
+    t.a_zero_point = RandomTensor(DataType::kInt8, {1, 1, m, 1});
+    t.b = b;
+    t.b_scale = b_scale;
+    t.output_scale = Floats({1, 1, 1, 1}, 0.5f, 1.0f);
+    operations.push_back(Check(MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8)));
+  }
+  return operations;
+}
+
+void RunBatches(benchmark::State& state, Device& device, const std::vector<Operation>& operations,
+                double multiply_adds) {
+  uint64_t bytes = 0;
+  for (const Operation& operation : operations) bytes += OperationBytes(operation);
+  std::vector<WorkItem> items(operations.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < operations.size(); ++i) items[i] = WorkItem{&operations[i], {}, {}};
+    const absl::Status status = device.Execute(absl::MakeSpan(items));
+    if (!status.ok()) {
+      state.SkipWithError(std::string(status.message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(items.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * operations.size()));
+  if (multiply_adds > 0) {
+    state.counters["MAC/s"] = benchmark::Counter(
+        multiply_adds * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  }
+}
+
+}  // namespace dmlserve::bench

@@ -1,0 +1,37 @@
+#ifndef DMLSERVE_BENCH_BENCH_OPERATIONS_H_
+#define DMLSERVE_BENCH_BENCH_OPERATIONS_H_
+
+// Operations with random contents for the benchmarks, and a loop that runs
+// them as one batch on any Device, shared by every backend's benchmark file.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/backend/device.h"
+#include "kernels/core/operation.h"
+
+namespace dmlserve::bench {
+
+// A scan over a tensor of `sizes` filled with values that keep sums and
+// products finite.
+Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_t axis,
+                   AxisDirection direction = AxisDirection::kIncreasing, bool exclusive = false);
+
+// `count` quantized matrix multiplies {m,k} x {k,n} (A int8, B uint8, output
+// int8, per-row A scales and zero points, per-column B scales) that all share
+// one B tensor, as the batcher groups them. A non-empty `registered_id` marks
+// B as a registered tensor (devices may keep it resident).
+std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
+                                           const std::string& registered_id = "");
+
+// Runs `operations` as one batch per iteration on `device` and reports
+// bytes/s (OperationBytes), items/s (operations) and, when `multiply_adds` is
+// non-zero, the multiply-add rate as "MAC/s".
+void RunBatches(benchmark::State& state, Device& device, const std::vector<Operation>& operations,
+                double multiply_adds = 0);
+
+}  // namespace dmlserve::bench
+
+#endif  // DMLSERVE_BENCH_BENCH_OPERATIONS_H_

@@ -1,0 +1,99 @@
+// CPU backend benchmarks: each case runs one batch per iteration on a
+// CpuDevice, output allocation included.
+
+#include <memory>
+#include <vector>
+
+#include "bench/bench_operations.h"
+#include "benchmark/benchmark.h"
+#include "kernels/cpu/cpu_device.h"
+
+namespace dmlserve::bench {
+namespace {
+
+CpuDevice& Cpu() {
+  static CpuDevice* device = new CpuDevice(0);
+  return *device;
+}
+
+void BM_CpuScan(benchmark::State& state, OperatorKind kind, DataType type, Shape sizes,
+                uint32_t axis) {
+  const std::vector<Operation> operations = {MakeScan(kind, type, sizes, axis)};
+  RunBatches(state, Cpu(), operations);
+}
+
+// Wall-clock rates: the work runs on the pool's threads, not only the
+// benchmark's.
+#define DMLSERVE_CPU_BENCHMARK(...) BENCHMARK_CAPTURE(__VA_ARGS__)->UseRealTime()
+
+constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4096_axis1, kSum, DataType::kFloat32, {64, 4096},
+                       1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4000_axis1, kSum, DataType::kFloat32, {64, 4000},
+                       1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4096_axis0, kSum, DataType::kFloat32, {64, 4096},
+                       0);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_4M_axis0, kSum, DataType::kFloat32, {1 << 22}, 0);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_1024x1024_axis1, kSum, DataType::kFloat32,
+                       {1024, 1024}, 1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_8x4x16_axis1, kSum, DataType::kFloat32, {8, 4, 16},
+                       1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_f32_64x4096_axis1, kProduct, DataType::kFloat32,
+                       {64, 4096}, 1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_f32_64x4096_axis0, kProduct, DataType::kFloat32,
+                       {64, 4096}, 0);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f16_64x4096_axis1, kSum, DataType::kFloat16, {64, 4096},
+                       1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f16_64x4096_axis0, kSum, DataType::kFloat16, {64, 4096},
+                       0);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_i64_64x4096_axis1, kSum, DataType::kInt64, {64, 4096}, 1);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_i64_64x4096_axis0, kSum, DataType::kInt64, {64, 4096}, 0);
+DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_u16_64x4096_axis1, kProduct, DataType::kUint16,
+                       {64, 4096}, 1);
+
+// One batch of `requests` matrix multiplies {m,k} x {k,n} sharing B (fused
+// into one product by the device).
+void BM_CpuMatMul(benchmark::State& state, int requests, uint32_t m, uint32_t k, uint32_t n,
+                  bool registered_b = false) {
+  const std::vector<Operation> operations =
+      MakeMatMulsSharingB(requests, m, k, n, registered_b ? "bench-weights" : "");
+  RunBatches(state, Cpu(), operations, static_cast<double>(requests) * m * k * n);
+}
+
+// The same requests, each run as its own batch (what fusion saves).
+void BM_CpuMatMulUnfused(benchmark::State& state, int requests, uint32_t m, uint32_t k,
+                         uint32_t n) {
+  const std::vector<Operation> operations = MakeMatMulsSharingB(requests, m, k, n);
+  std::vector<WorkItem> items(1);
+  for (auto _ : state) {
+    for (const Operation& operation : operations) {
+      items[0] = WorkItem{&operation, {}, {}};
+      benchmark::DoNotOptimize(Cpu().Execute(absl::MakeSpan(items)));
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * operations.size()));
+  state.counters["MAC/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * requests * m * k * n, benchmark::Counter::kIsRate);
+}
+
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_1x4096x4096, 1, 1, 4096, 4096)
+    ->Unit(benchmark::kMillisecond);
+// Registered weights stay packed on the device: the steady state of serving.
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_1x4096x4096_registered_b, 1, 1, 4096, 4096, true)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_64x1024x1024_registered_b, 1, 64, 1024, 1024, true)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_64x1024x1024, 1, 64, 1024, 1024)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_256x1024x1024, 1, 256, 1024, 1024)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_fused_16x4x1024x1024, 16, 4, 1024, 1024)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMulUnfused, qlinear_unfused_16x4x1024x1024, 16, 4, 1024, 1024)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_small_8x64x64, 1, 8, 64, 64);
+
+}  // namespace
+}  // namespace dmlserve::bench

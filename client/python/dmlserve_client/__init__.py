@@ -1,0 +1,16 @@
+"""Python client for dmlserve (DirectML-semantics tensor operators over gRPC).
+
+Needs the generated stubs on sys.path: `dmlserve.v1` (target dmlserve_proto_python) and
+`grpc_health.v1` (target dmlserve_client_python_stubs, or PyPI's grpcio-health-checking).
+"""
+
+from dmlserve_client.client import Client
+from dmlserve_client.client import DmlserveError
+from dmlserve_client.tensors import data_type_of
+from dmlserve_client.tensors import numpy_dtype
+from dmlserve_client.tensors import numpy_from_tensor
+from dmlserve_client.tensors import tensor_from_numpy
+from dmlserve_client.tensors import tensor_ref
+
+__all__ = ["Client", "DmlserveError", "data_type_of", "numpy_dtype", "numpy_from_tensor",
+           "tensor_from_numpy", "tensor_ref"]

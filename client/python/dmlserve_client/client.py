@@ -1,0 +1,221 @@
+"""A small synchronous client for dmlserve over gRPC."""
+
+import grpc
+import numpy as np
+
+from dmlserve.v1 import dmlserve_pb2
+from dmlserve.v1 import dmlserve_pb2_grpc
+from grpc_health.v1 import health_pb2
+from grpc_health.v1 import health_pb2_grpc
+
+from dmlserve_client.tensors import as_tensor
+from dmlserve_client.tensors import numpy_dtype
+from dmlserve_client.tensors import numpy_from_tensor
+
+
+class DmlserveError(Exception):
+    """A failed call or stream item: `code` is a grpc.StatusCode, `message` the server's text."""
+
+    def __init__(self, code, message, request_id=""):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _error_from_rpc(error):
+    return DmlserveError(error.code(), error.details() or "")
+
+
+def _scale(value):
+    """Scales are FLOAT32 by definition: numbers and arrays are converted, a plain number
+    meaning per tensor ({1,1,1,1}). Tensor messages pass unchanged."""
+    if value is None or isinstance(value, dmlserve_pb2.Tensor):
+        return value
+    array = np.asarray(value, dtype=np.float32)
+    return as_tensor(array.reshape(1, 1, 1, 1) if array.ndim == 0 else array)
+
+
+def _zero_point(value, data_type):
+    """numpy arrays keep their dtype (a mismatch is the server's to report); plain numbers
+    and lists take `data_type`, a plain number meaning per tensor ({1,1,1,1})."""
+    if value is None or isinstance(value, dmlserve_pb2.Tensor):
+        return value
+    if isinstance(value, np.ndarray) or data_type is None:
+        array = np.asarray(value)
+    else:
+        array = np.asarray(value, dtype=numpy_dtype(data_type))
+    return as_tensor(array.reshape(1, 1, 1, 1) if array.ndim == 0 else array)
+
+
+class Client:
+    """One channel to a dmlserve server. Methods raise DmlserveError on failure.
+
+    `timeout` (seconds) applies to each call that does not give its own.
+    """
+
+    def __init__(self, address, timeout=None, credentials=None):
+        options = [("grpc.max_receive_message_length", -1),
+                   ("grpc.max_send_message_length", -1)]
+        if credentials is None:
+            self._channel = grpc.insecure_channel(address, options=options)
+        else:
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        self._stub = dmlserve_pb2_grpc.OperatorServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._timeout = timeout
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, request, timeout):
+        try:
+            return method(request, timeout=self._timeout if timeout is None else timeout)
+        except grpc.RpcError as error:
+            raise _error_from_rpc(error) from None
+
+    # Raw requests.
+
+    def execute(self, request, timeout=None):
+        """Execute an ExecuteRequest; returns the ExecuteResponse."""
+        return self._call(self._stub.Execute, request, timeout)
+
+    def execute_stream(self, requests, timeout=None):
+        """Yields responses in completion order (match them by request_id).
+
+        A failed item is a response whose `status.code` is not 0; a failed stream
+        raises DmlserveError.
+        """
+        call = self._stub.ExecuteStream(iter(requests),
+                                        timeout=self._timeout if timeout is None else timeout)
+        try:
+            yield from call
+        except grpc.RpcError as error:
+            raise _error_from_rpc(error) from None
+
+    def stream(self, requests, timeout=None):
+        """Sends all `requests` on one stream; returns, in request order, each
+        ExecuteResponse or the item's DmlserveError. Missing request_ids are filled in."""
+        requests = list(requests)
+        index = {}
+        for i, request in enumerate(requests):
+            if not request.request_id:
+                request.request_id = f"request-{i}"
+            if request.request_id in index:
+                raise ValueError(f"duplicate request_id {request.request_id!r}")
+            index[request.request_id] = i
+        results = [None] * len(requests)
+        for response in self.execute_stream(requests, timeout):
+            i = index.get(response.request_id)
+            if i is None or results[i] is not None:
+                raise DmlserveError(grpc.StatusCode.INTERNAL,
+                                    f"unexpected response for {response.request_id!r}")
+            if response.HasField("status") and response.status.code != 0:
+                results[i] = DmlserveError(_CODES.get(response.status.code,
+                                                      grpc.StatusCode.UNKNOWN),
+                                           response.status.message, response.request_id)
+            else:
+                results[i] = response
+        for i, result in enumerate(results):
+            if result is None:
+                results[i] = DmlserveError(grpc.StatusCode.INTERNAL,
+                                           "the stream ended without a response",
+                                           requests[i].request_id)
+        return results
+
+    # Operators: inputs are numpy arrays (or Tensor messages, e.g. tensor_ref());
+    # the result is the output as a numpy array.
+
+    @staticmethod
+    def cumsum_request(input, axis=0, reverse=False, exclusive=False, request_id=""):
+        return dmlserve_pb2.ExecuteRequest(
+            request_id=request_id,
+            cumulative_summation=dmlserve_pb2.CumulativeSummation(
+                input=as_tensor(input), axis=axis, has_exclusive_sum=exclusive,
+                axis_direction=(dmlserve_pb2.AXIS_DIRECTION_DECREASING if reverse
+                                else dmlserve_pb2.AXIS_DIRECTION_INCREASING)))
+
+    @staticmethod
+    def cumprod_request(input, axis=0, reverse=False, exclusive=False, request_id=""):
+        return dmlserve_pb2.ExecuteRequest(
+            request_id=request_id,
+            cumulative_product=dmlserve_pb2.CumulativeProduct(
+                input=as_tensor(input), axis=axis, has_exclusive_product=exclusive,
+                axis_direction=(dmlserve_pb2.AXIS_DIRECTION_DECREASING if reverse
+                                else dmlserve_pb2.AXIS_DIRECTION_INCREASING)))
+
+    @staticmethod
+    def qmatmul_request(a, a_scale, b, b_scale, output_scale, a_zero_point=None,
+                        b_zero_point=None, output_zero_point=None, output_dtype=None,
+                        request_id=""):
+        """Scales may be plain floats (per tensor) or arrays shaped {1,1,M,1} / {1,1,1,N},
+        converted to FLOAT32. Zero points given as plain numbers take the type of their
+        matrix (or `output_dtype`); numpy arrays keep theirs. With a registered matrix
+        (tensor_ref), pass zero points as typed numpy arrays."""
+        a = as_tensor(a)
+        b = as_tensor(b)
+        op = dmlserve_pb2.QuantizedLinearMatrixMultiply(
+            a=a, b=b,
+            a_scale=_scale(a_scale), b_scale=_scale(b_scale), output_scale=_scale(output_scale))
+        for field, value, data_type in (
+                ("a_zero_point", a_zero_point, a.data_type or None),
+                ("b_zero_point", b_zero_point, b.data_type or None),
+                ("output_zero_point", output_zero_point, output_dtype)):
+            tensor = _zero_point(value, data_type)
+            if tensor is not None:
+                getattr(op, field).CopyFrom(tensor)
+        if output_zero_point is None and output_dtype is not None:
+            op.output_data_type = (dmlserve_pb2.DataType.Value(output_dtype.upper())
+                                   if isinstance(output_dtype, str) else output_dtype)
+        return dmlserve_pb2.ExecuteRequest(request_id=request_id,
+                                           quantized_linear_matrix_multiply=op)
+
+    def cumsum(self, input, axis=0, reverse=False, exclusive=False, timeout=None):
+        request = self.cumsum_request(input, axis, reverse, exclusive)
+        return numpy_from_tensor(self.execute(request, timeout).output)
+
+    def cumprod(self, input, axis=0, reverse=False, exclusive=False, timeout=None):
+        request = self.cumprod_request(input, axis, reverse, exclusive)
+        return numpy_from_tensor(self.execute(request, timeout).output)
+
+    def qmatmul(self, a, a_scale, b, b_scale, output_scale, a_zero_point=None,
+                b_zero_point=None, output_zero_point=None, output_dtype=None, timeout=None):
+        request = self.qmatmul_request(a, a_scale, b, b_scale, output_scale, a_zero_point,
+                                       b_zero_point, output_zero_point, output_dtype)
+        return numpy_from_tensor(self.execute(request, timeout).output)
+
+    # Registered tensors, server information, health.
+
+    def register(self, tensor, tensor_id="", timeout=None):
+        """Keeps `tensor` on the server; returns its tensor_id."""
+        tensor_copy = dmlserve_pb2.Tensor()
+        tensor_copy.CopyFrom(as_tensor(tensor))
+        tensor = tensor_copy
+        if tensor_id:
+            tensor.tensor_id = tensor_id
+        request = dmlserve_pb2.RegisterTensorRequest(tensor=tensor)
+        return self._call(self._stub.RegisterTensor, request, timeout).tensor_id
+
+    def release(self, tensor_id, timeout=None):
+        self._call(self._stub.ReleaseTensor,
+                   dmlserve_pb2.ReleaseTensorRequest(tensor_id=tensor_id), timeout)
+
+    def info(self, timeout=None):
+        """The GetServerInfoResponse."""
+        return self._call(self._stub.GetServerInfo, dmlserve_pb2.GetServerInfoRequest(), timeout)
+
+    def health(self, service="", timeout=None):
+        """One of SERVING, NOT_SERVING, SERVICE_UNKNOWN or UNKNOWN, as a string."""
+        response = self._call(self._health.Check,
+                              health_pb2.HealthCheckRequest(service=service), timeout)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+

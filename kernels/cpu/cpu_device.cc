@@ -1,0 +1,92 @@
+#include "kernels/cpu/cpu_device.h"
+
+#include <fstream>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "kernels/cpu/int16_dot_kernels.h"
+#include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/quantized_matmul_kernels.h"
+#include "kernels/cpu/scan_kernels.h"
+
+namespace dmlserve {
+namespace {
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        return std::string(absl::StripAsciiWhitespace(absl::string_view(line).substr(colon + 1)));
+      }
+    }
+  }
+  return "embedded CPU backend";
+}
+
+}  // namespace
+
+CpuDevice::CpuDevice(int index, std::shared_ptr<PackedBCache> cache)
+    : cache_(cache != nullptr ? std::move(cache)
+                              : std::make_shared<PackedBCache>(kDefaultPackedCacheBytes)) {
+  description_.name = absl::StrCat("cpu:", index);
+  description_.backend = "cpu";
+  description_.description = absl::StrCat(CpuModelName(), " (", ParallelismLevel(), " threads, ",
+                                          BestInt16DotPanel().name, " kernels)");
+  description_.software = false;
+}
+
+absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
+  std::vector<const QuantizedMatMulOperation*> matmuls;
+  std::vector<Tensor*> matmul_outputs;
+  for (WorkItem& item : items) {
+    if (item.operation == nullptr) {
+      item.status = absl::InvalidArgumentError("work item has no operation");
+      continue;
+    }
+    if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
+      item.output = Tensor::Allocate(scan->input.data_type, scan->input.sizes);
+      ComputeScan(*scan, item.output);
+      item.status = absl::OkStatus();
+    } else {
+      const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
+      item.output = Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);
+      matmuls.push_back(&matmul);
+      matmul_outputs.push_back(&item.output);
+    }
+  }
+  if (!matmuls.empty()) {
+    ComputeQuantizedMatMuls(matmuls, matmul_outputs, cache_.get());
+    for (WorkItem& item : items) {
+      if (item.operation != nullptr &&
+          std::holds_alternative<QuantizedMatMulOperation>(*item.operation)) {
+        item.status = absl::OkStatus();
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool CpuDevice::IsResident(absl::string_view registered_id) const {
+  return cache_->Contains(registered_id);
+}
+
+void CpuDevice::Evict(absl::string_view registered_id) { cache_->Evict(registered_id); }
+
+uint64_t CpuDevice::memory_bytes() const { return cache_->memory_bytes(); }
+
+std::vector<std::unique_ptr<Device>> CreateCpuDevices(int count) {
+  std::vector<std::unique_ptr<Device>> devices;
+  auto cache = std::make_shared<PackedBCache>(CpuDevice::kDefaultPackedCacheBytes);
+  for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<CpuDevice>(i, cache));
+  return devices;
+}
+
+}  // namespace dmlserve

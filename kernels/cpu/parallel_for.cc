@@ -1,0 +1,127 @@
+#include "kernels/cpu/parallel_for.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace dmlserve {
+namespace {
+
+// One ParallelFor call. Chunks are claimed with an atomic counter, so the
+// caller can finish all of them itself when the workers are busy elsewhere
+// (no deadlock when ParallelFor nests or is called from many threads).
+struct Loop {
+  Loop(absl::FunctionRef<void(int64_t, int64_t)> body, int64_t count, int64_t chunks)
+      : body(body), count(count), chunks(chunks) {}
+
+  // Runs one unclaimed chunk; false when none is left.
+  bool RunOne() {
+    const int64_t chunk = next.fetch_add(1, std::memory_order_relaxed);
+    if (chunk >= chunks) return false;
+    body(chunk * count / chunks, (chunk + 1) * count / chunks);
+    if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      std::lock_guard<std::mutex> lock(mutex);
+      done.notify_all();
+    }
+    return true;
+  }
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [this] { return finished.load(std::memory_order_acquire) == chunks; });
+  }
+
+  absl::FunctionRef<void(int64_t, int64_t)> body;
+  const int64_t count;
+  const int64_t chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex mutex;
+  std::condition_variable done;
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int workers) : workers_(workers) {
+    for (int i = 0; i < workers; ++i) std::thread([this] { WorkerLoop(); }).detach();
+  }
+
+  int workers() const { return workers_; }
+
+  // Offers `loop` to up to `helpers` idle workers.
+  void Offer(const std::shared_ptr<Loop>& loop, int helpers) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int i = 0; i < helpers; ++i) queue_.push_back(loop);
+    }
+    if (helpers == 1) {
+      wake_.notify_one();
+    } else {
+      wake_.notify_all();
+    }
+  }
+
+ private:
+  void WorkerLoop() {
+    for (;;) {
+      std::shared_ptr<Loop> loop;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return !queue_.empty(); });
+        loop = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      while (loop->RunOne()) {
+      }
+    }
+  }
+
+  const int workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Loop>> queue_;
+};
+
+int ConfiguredThreads() {
+  if (const char* value = std::getenv("DMLSERVE_CPU_THREADS")) {
+    const int threads = std::atoi(value);
+    if (threads > 0) return threads;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& Pool() {
+  // Leaked on purpose: detached workers may still be waiting at exit.
+  static ThreadPool* pool = new ThreadPool(ConfiguredThreads() - 1);
+  return *pool;
+}
+
+}  // namespace
+
+int ParallelismLevel() { return Pool().workers() + 1; }
+
+void ParallelFor(int64_t count, int64_t min_chunk,
+                 absl::FunctionRef<void(int64_t begin, int64_t end)> body) {
+  if (count <= 0) return;
+  min_chunk = std::max<int64_t>(min_chunk, 1);
+  ThreadPool& pool = Pool();
+  // A few chunks per thread even out uneven progress between threads.
+  const int64_t chunks =
+      std::min<int64_t>(count / min_chunk, 4 * static_cast<int64_t>(pool.workers() + 1));
+  if (chunks < 2 || pool.workers() == 0) {
+    body(0, count);
+    return;
+  }
+  auto loop = std::make_shared<Loop>(body, count, chunks);
+  pool.Offer(loop, static_cast<int>(std::min<int64_t>(pool.workers(), chunks - 1)));
+  while (loop->RunOne()) {
+  }
+  loop->Wait();
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,26 @@
+#ifndef DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
+#define DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
+
+// A small process-wide thread pool shared by every CPU kernel and device.
+
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+
+namespace dmlserve {
+
+// Threads a ParallelFor can use at once (the pool's workers plus the caller):
+// the hardware concurrency, or DMLSERVE_CPU_THREADS when set.
+int ParallelismLevel();
+
+// Calls `body(begin, end)` on disjoint ranges that together cover [0, count),
+// each at least `min_chunk` long (except when count itself is smaller), using
+// the pool and the calling thread, and returns when all calls have returned.
+// Runs inline when there is not enough work for two chunks. Safe to call
+// from several threads at once and from inside a body.
+void ParallelFor(int64_t count, int64_t min_chunk,
+                 absl::FunctionRef<void(int64_t begin, int64_t end)> body);
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_

@@ -1,0 +1,36 @@
+#ifndef DMLSERVE_KERNELS_CPU_QUANTIZED_MATMUL_KERNELS_H_
+#define DMLSERVE_KERNELS_CPU_QUANTIZED_MATMUL_KERNELS_H_
+
+#include "absl/types/span.h"
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
+#include "kernels/cpu/packed_b.h"
+
+namespace dmlserve {
+
+// Computes validated quantized matrix multiplies; outputs[i] is allocated with
+// ops[i]->output_data_type and output_sizes.
+//
+// Operations whose B is 2-D (b_batch == b_channel == 1) and identical (same
+// bytes, scales and zero points) run as one product with all their A rows
+// stacked, so B is packed once and streamed once for the whole batch; the
+// others run one by one. Either way the result is exactly that of computing
+// each operation alone.
+//
+// Accumulation is exact in int32 (K is bounded by MakeQuantizedMatMulOperation)
+// and requantization computes acc * (a_scale * b_scale / output_scale) in
+// float64, rounds half to even, adds the zero point and saturates.
+//
+// With a `cache`, registered B tensors are packed once and reused.
+void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> ops,
+                             absl::Span<Tensor* const> outputs, PackedBCache* cache = nullptr);
+
+inline void ComputeQuantizedMatMul(const QuantizedMatMulOperation& op, Tensor& output) {
+  const QuantizedMatMulOperation* ops[] = {&op};
+  Tensor* outputs[] = {&output};
+  ComputeQuantizedMatMuls(ops, outputs);
+}
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_KERNELS_CPU_QUANTIZED_MATMUL_KERNELS_H_

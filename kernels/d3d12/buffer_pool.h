@@ -1,0 +1,56 @@
+#ifndef DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_
+#define DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_
+
+// Default-heap (GPU memory) buffers, reused by size class so that batches
+// of familiar shapes create no resources. Classes are four per power of two
+// (256, 320, 384, 448, 512, 640, ... bytes), so a buffer is at most 25%
+// larger than asked for. Thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/d3d12/buffer_factory.h"
+#include "kernels/d3d12/com_ptr.h"
+#include "kernels/d3d12/d3d12_api.h"
+
+namespace dmlserve::d3d12 {
+
+// A buffer out of the pool. Root descriptors bind `address` (+ an offset).
+struct PooledBuffer {
+  ComPtr<ID3D12Resource> resource;
+  uint64_t size_bytes = 0;  // the size class, >= what was asked for
+  D3D12_GPU_VIRTUAL_ADDRESS address = 0;
+};
+
+class BufferPool {
+ public:
+  // Idle buffers beyond `max_idle_bytes` are destroyed when released rather
+  // than kept.
+  BufferPool(BufferFactory* factory, uint64_t max_idle_bytes)
+      : factory_(factory), max_idle_bytes_(max_idle_bytes) {}
+
+  // The smallest size class holding `size_bytes`.
+  static uint64_t SizeClass(uint64_t size_bytes);
+
+  absl::StatusOr<PooledBuffer> Acquire(uint64_t size_bytes);
+  void Release(PooledBuffer buffer);
+
+  // Bytes of every buffer the pool made and still holds or has lent out.
+  uint64_t memory_bytes() const;
+  uint64_t idle_bytes() const;
+
+ private:
+  BufferFactory* const factory_;
+  const uint64_t max_idle_bytes_;
+  mutable std::mutex mutex_;
+  std::map<uint64_t, std::vector<PooledBuffer>> idle_;  // by size class
+  uint64_t idle_bytes_ = 0;
+  uint64_t total_bytes_ = 0;
+};
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_

@@ -1,0 +1,101 @@
+#ifndef DMLSERVE_KERNELS_D3D12_COMMAND_RING_H_
+#define DMLSERVE_KERNELS_D3D12_COMMAND_RING_H_
+
+// One compute queue and a ring of command slots (allocator + list + fence
+// event), so that several batches are in flight on the queue at once: while
+// one batch computes, the next one records its uploads into another slot.
+//
+// A slot is lent to one batch from Acquire() to its release; the batch
+// records into slot->list(), Submit()s it and Wait()s for its fence value.
+// Completion is fence-based: one fence per queue, signalled after every
+// submission with the next value.
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/d3d12/com_ptr.h"
+#include "kernels/d3d12/d3d12_api.h"
+#include "kernels/d3d12/fence_event.h"
+
+namespace dmlserve::d3d12 {
+
+class CommandRing {
+ public:
+  class Slot {
+   public:
+    ID3D12GraphicsCommandList* list() const { return list_.get(); }
+
+   private:
+    friend class CommandRing;
+    ComPtr<ID3D12CommandAllocator> allocator_;
+    ComPtr<ID3D12GraphicsCommandList> list_;
+    FenceEvent event_;
+    uint64_t last_fence_value_ = 0;  // of the slot's last submission
+    bool in_use_ = false;
+    bool recording_ = false;  // the list is open
+  };
+
+  // Returns the slot to the ring when destroyed.
+  class Lease {
+   public:
+    Lease(CommandRing* ring, Slot* slot) : ring_(ring), slot_(slot) {}
+    Lease(Lease&& other) noexcept
+        : ring_(std::exchange(other.ring_, nullptr)), slot_(other.slot_) {}
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (ring_ != nullptr) ring_->Release(slot_);
+    }
+    Slot* operator->() const { return slot_; }
+    Slot* get() const { return slot_; }
+
+   private:
+    CommandRing* ring_;
+    Slot* slot_;
+  };
+
+  static absl::StatusOr<std::unique_ptr<CommandRing>> Create(ComPtr<ID3D12Device> device,
+                                                             int slots);
+
+  // Blocks until a slot is free and its previous submission complete, then
+  // resets it for recording.
+  absl::StatusOr<Lease> Acquire(uint32_t timeout_ms);
+
+  // Closes the slot's list, executes it and signals the fence; returns the
+  // fence value that marks its completion.
+  absl::StatusOr<uint64_t> Submit(Slot* slot);
+
+  // Blocks until the fence reaches `fence_value` (see FenceEvent::Wait).
+  absl::Status Wait(Slot* slot, uint64_t fence_value, uint32_t timeout_ms);
+
+  // Blocks until everything submitted so far has completed (or `timeout_ms`
+  // passed): before the resources it uses are destroyed.
+  absl::Status WaitIdle(uint32_t timeout_ms);
+
+  int slot_count() const { return static_cast<int>(slots_.size()); }
+  uint64_t submissions() const;
+  ID3D12CommandQueue* queue() const { return queue_.get(); }
+
+ private:
+  CommandRing() = default;
+  void Release(Slot* slot);
+
+  ComPtr<ID3D12Device> device_;
+  ComPtr<ID3D12CommandQueue> queue_;
+  ComPtr<ID3D12Fence> fence_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  std::mutex slots_mutex_;
+  std::condition_variable slot_freed_;
+  size_t next_slot_ = 0;  // round robin, so slots are used evenly
+
+  mutable std::mutex submit_mutex_;  // queue submissions and fence values in one order
+  uint64_t last_signalled_ = 0;
+};
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_COMMAND_RING_H_

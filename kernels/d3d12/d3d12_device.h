@@ -1,0 +1,54 @@
+#ifndef DMLSERVE_KERNELS_D3D12_D3D12_DEVICE_H_
+#define DMLSERVE_KERNELS_D3D12_D3D12_DEVICE_H_
+
+// dmlserve::Device on a D3D12 logical device: a batch is planned into one
+// DispatchPlan (by the kernels' planner), run by the device's runtime, and
+// finished into the items' outputs.
+//
+// Failure routing (kernels/backend/device.h): a lost device (removed, hung,
+// failed submission, fault injection) makes Execute return non-OK, now and
+// for every later batch, so the scheduler re-queues the jobs elsewhere and
+// retires the device. Anything else (a batch the planner cannot plan, a
+// kernel that does not build) fails the batch's items and returns OK.
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/backend/device.h"
+#include "kernels/d3d12/shaders/dispatch_plan.h"
+
+namespace dmlserve::d3d12 {
+
+class DeviceRuntime;
+
+// Turns a batch of compatible operations into one plan whose finish fills
+// the items' outputs (and may set per-item statuses). Thread-safe.
+using BatchPlanner = std::function<absl::StatusOr<DispatchPlan>(absl::Span<WorkItem> items)>;
+
+class D3D12Device : public Device {
+ public:
+  D3D12Device(DeviceDescription description, std::unique_ptr<DeviceRuntime> runtime,
+              BatchPlanner planner);
+  ~D3D12Device() override;
+
+  const DeviceDescription& description() const override { return description_; }
+  absl::Status Execute(absl::Span<WorkItem> items) override;
+  int max_inflight_batches() const override;
+  bool IsResident(absl::string_view registered_id) const override;
+  void Evict(absl::string_view registered_id) override;
+  uint64_t memory_bytes() const override;
+
+  // The runtime underneath (tests read its counters).
+  DeviceRuntime& runtime() const { return *runtime_; }
+
+ private:
+  const DeviceDescription description_;
+  const std::unique_ptr<DeviceRuntime> runtime_;
+  const BatchPlanner planner_;
+};
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_D3D12_DEVICE_H_

@@ -1,0 +1,77 @@
+#ifndef DMLSERVE_KERNELS_D3D12_DEVICE_RUNTIME_H_
+#define DMLSERVE_KERNELS_D3D12_DEVICE_RUNTIME_H_
+
+// Everything one logical D3D12 device owns, put together: its queue and
+// command ring, staging rings, buffer pool, resident tensors, pipeline cache
+// and health, and the executor that runs plans on them. Operator-agnostic
+// (D3D12Device adds the planner and the dmlserve::Device interface), and
+// free of the rest of dmlserve, so that it also builds for Windows with
+// mingw-w64 on its own.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/d3d12/com_ptr.h"
+#include "kernels/d3d12/d3d12_api.h"
+#include "kernels/d3d12/kernel_library.h"
+#include "kernels/d3d12/shaders/dispatch_plan.h"
+
+namespace dmlserve::d3d12 {
+
+struct RuntimeOptions {
+  std::string name = "d3d12:0";  // for error messages
+  int inflight_batches = 2;      // command slots: batches in flight on the queue
+  int fail_after_batches = -1;   // fault injection (fault_injection.h)
+  // A batch whose fence has not completed after this long means a hung device.
+  uint32_t batch_timeout_ms = 60000;
+  // Starting size of each staging ring; they grow to the largest batch.
+  uint64_t staging_initial_bytes = uint64_t{1} << 20;
+  // Idle pooled buffers kept for reuse beyond this are freed.
+  uint64_t pool_max_idle_bytes = uint64_t{512} << 20;
+};
+
+// Counters for tests and diagnostics.
+struct RuntimeStats {
+  uint64_t buffers_created = 0;  // every resource the device made after creation
+  uint64_t resident_uploads = 0;
+  uint64_t submissions = 0;
+  size_t pipelines = 0;
+  uint64_t memory_bytes = 0;
+};
+
+class DeviceRuntime {
+ public:
+  // `device` may be shared with other logical devices on the same adapter.
+  static absl::StatusOr<std::unique_ptr<DeviceRuntime>> Create(
+      ComPtr<ID3D12Device> device, std::shared_ptr<KernelLibrary> kernels,
+      const RuntimeOptions& options);
+  ~DeviceRuntime();
+
+  // Runs `plan` and returns its outputs (see PlanExecutor::Run); does not call
+  // plan.finish. Thread-safe.
+  absl::StatusOr<std::vector<std::string>> Run(const DispatchPlan& plan);
+
+  // OK, or why the device was lost. Once lost, Run fails at once.
+  absl::Status health() const;
+
+  bool IsResident(absl::string_view registered_id) const;
+  void Evict(absl::string_view registered_id);
+
+  // Device memory held: pooled and resident buffers, staging rings.
+  uint64_t memory_bytes() const;
+  RuntimeStats stats() const;
+  int max_inflight_batches() const;
+
+ private:
+  struct Parts;
+  explicit DeviceRuntime(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_DEVICE_RUNTIME_H_

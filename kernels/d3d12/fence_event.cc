@@ -1,0 +1,94 @@
+#include "kernels/d3d12/fence_event.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/d3d12/hresult.h"
+
+namespace dmlserve::d3d12 {
+
+#ifndef _WIN32
+namespace {
+
+// An auto-reset event: a wait consumes the signal.
+struct HostEvent {
+  std::mutex mutex;
+  std::condition_variable signalled_cv;
+  bool signalled = false;
+};
+
+// True if signalled within `timeout`.
+bool WaitHostEvent(HostEvent* event, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(event->mutex);
+  if (!event->signalled_cv.wait_for(lock, timeout, [event] { return event->signalled; })) {
+    return false;
+  }
+  event->signalled = false;
+  return true;
+}
+
+}  // namespace
+
+HRESULT SignalFenceEvent(HANDLE handle) {
+  auto* event = static_cast<HostEvent*>(handle);
+  {
+    std::lock_guard<std::mutex> lock(event->mutex);
+    event->signalled = true;
+  }
+  event->signalled_cv.notify_all();
+  return S_OK;
+}
+#endif
+
+FenceEvent::FenceEvent() {
+#ifdef _WIN32
+  // Auto-reset: one wait consumes one signal.
+  handle_ = CreateEventA(nullptr, FALSE, FALSE, nullptr);
+#else
+  handle_ = new HostEvent;
+#endif
+}
+
+FenceEvent::~FenceEvent() {
+  if (handle_ == nullptr) return;
+#ifdef _WIN32
+  CloseHandle(handle_);
+#else
+  delete static_cast<HostEvent*>(handle_);
+#endif
+}
+
+absl::Status FenceEvent::Wait(ID3D12Fence* fence, uint64_t value, uint32_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    uint64_t completed = fence->GetCompletedValue();
+    if (completed == kLostFenceValue) {
+      return absl::UnavailableError("fence reports the device lost (completed value UINT64_MAX)");
+    }
+    if (completed >= value) return absl::OkStatus();
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (remaining.count() <= 0) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("fence value ", value, " not reached after ", timeout_ms,
+                       " ms (completed: ", completed, "); the device is hung"));
+    }
+    if (handle_ == nullptr) return absl::UnavailableError("no event to wait on the fence");
+    HRESULT hr = fence->SetEventOnCompletion(value, handle_);
+    if (FAILED(hr)) return HResultError(hr, "ID3D12Fence::SetEventOnCompletion");
+    // A signal left over from an earlier registration only costs one more
+    // turn of the loop.
+#ifdef _WIN32
+    DWORD result = WaitForSingleObject(handle_, static_cast<DWORD>(remaining.count()));
+    if (result != WAIT_OBJECT_0 && result != WAIT_TIMEOUT) {
+      return absl::UnavailableError("waiting for the fence event failed");
+    }
+#else
+    WaitHostEvent(static_cast<HostEvent*>(handle_), remaining);
+#endif
+  }
+}
+
+}  // namespace dmlserve::d3d12

@@ -1,0 +1,331 @@
+#include "kernels/d3d12/plan_executor.h"
+
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/d3d12/hresult.h"
+#include "kernels/d3d12/root_signature.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+// D3D12_CS_DISPATCH_MAX_THREAD_GROUPS_PER_DIMENSION (missing from vkd3d's headers).
+constexpr uint32_t kMaxGroupsPerDimension = 65535;
+
+uint64_t AlignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+bool NeedsUpload(BufferKind kind) {
+  return kind == BufferKind::kUpload || kind == BufferKind::kZeroed;
+}
+
+// The buffers one batch holds; everything goes back to the pool (and
+// unfinished resident uploads are abandoned) when the batch ends, however it
+// ends.
+class BatchBuffers {
+ public:
+  BatchBuffers(BufferPool* pool, ResidentTensors* residents, size_t count)
+      : pooled_(count), resident_(count), pool_(pool), residents_(residents) {}
+  ~BatchBuffers() {
+    for (PooledBuffer& buffer : pooled_) pool_->Release(std::move(buffer));
+    for (const std::string& key : uploading_) residents_->Abandoned(key);
+  }
+
+  const PooledBuffer& buffer(BufferId id) const {
+    return resident_[id] ? *resident_[id] : pooled_[id];
+  }
+
+  std::vector<PooledBuffer> pooled_;
+  std::vector<std::shared_ptr<const PooledBuffer>> resident_;
+  std::vector<std::string> uploading_;  // resident keys this batch uploads
+
+ private:
+  BufferPool* pool_;
+  ResidentTensors* residents_;
+};
+
+// Resource states within one command list. Buffers decay to COMMON at the
+// end of every ExecuteCommandLists, so each list starts from COMMON.
+class StateTracker {
+ public:
+  void Require(ID3D12Resource* resource, D3D12_RESOURCE_STATES state) {
+    auto [it, inserted] = states_.emplace(resource, D3D12_RESOURCE_STATE_COMMON);
+    if (it->second == state) return;
+    D3D12_RESOURCE_BARRIER barrier = {};
+    barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_TRANSITION;
+    barrier.Flags = D3D12_RESOURCE_BARRIER_FLAG_NONE;
+    barrier.Transition.pResource = resource;
+    barrier.Transition.Subresource = D3D12_RESOURCE_BARRIER_ALL_SUBRESOURCES;
+    barrier.Transition.StateBefore = it->second;
+    barrier.Transition.StateAfter = state;
+    pending_.push_back(barrier);
+    it->second = state;
+  }
+  void Flush(ID3D12GraphicsCommandList* list) {
+    if (pending_.empty()) return;
+    list->ResourceBarrier(static_cast<UINT>(pending_.size()), pending_.data());
+    pending_.clear();
+  }
+
+ private:
+  std::unordered_map<ID3D12Resource*, D3D12_RESOURCE_STATES> states_;
+  std::vector<D3D12_RESOURCE_BARRIER> pending_;
+};
+
+absl::Status CheckBinding(const DispatchPlan& plan, size_t dispatch, const char* slot_kind,
+                          int slot, const BufferBinding& binding) {
+  if (binding.buffer == BufferBinding::kUnbound) return absl::OkStatus();
+  if (binding.buffer >= plan.buffers.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("dispatch ", dispatch, " binds buffer ",
+                                                   binding.buffer, " to ", slot_kind, slot,
+                                                   "; the plan has ", plan.buffers.size()));
+  }
+  const BufferSpec& spec = plan.buffers[binding.buffer];
+  if (binding.offset_bytes % 4 != 0 || binding.offset_bytes >= spec.size_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dispatch ", dispatch, " binds ", slot_kind, slot, " at offset ",
+                     binding.offset_bytes, " of buffer ", binding.buffer, " (",
+                     spec.size_bytes, " bytes); offsets are multiples of 4 inside the buffer"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidatePlan(const DispatchPlan& plan) {
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.size_bytes == 0 || spec.size_bytes % 4 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "buffer ", id, " is ", spec.size_bytes, " bytes; sizes are positive multiples of 4"));
+    }
+    if (spec.kind == BufferKind::kUpload || spec.kind == BufferKind::kResident) {
+      if (spec.host_bytes == nullptr || spec.host_offset > spec.host_bytes->size() ||
+          spec.host_bytes->size() - spec.host_offset < spec.size_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "buffer ", id, " uploads ", spec.size_bytes, " bytes from offset ", spec.host_offset,
+            " of ", spec.host_bytes ? spec.host_bytes->size() : 0, " host bytes"));
+      }
+    }
+    if (spec.kind == BufferKind::kResident && spec.resident_key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("resident buffer ", id, " has no key"));
+    }
+  }
+  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+    const Dispatch& dispatch = plan.dispatches[d];
+    if (dispatch.groups_x > kMaxGroupsPerDimension || dispatch.groups_y > kMaxGroupsPerDimension ||
+        dispatch.groups_z > kMaxGroupsPerDimension) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dispatch ", d, " (", dispatch.kernel, ") has ", dispatch.groups_x, "x",
+          dispatch.groups_y, "x", dispatch.groups_z, " groups; D3D12 allows ",
+          kMaxGroupsPerDimension, " per dimension"));
+    }
+    for (int slot = 0; slot < kSrvCount; ++slot) {
+      absl::Status status = CheckBinding(plan, d, "t", slot, dispatch.srvs[slot]);
+      if (!status.ok()) return status;
+    }
+    for (int slot = 0; slot < kUavCount; ++slot) {
+      const BufferBinding& uav = dispatch.uavs[slot];
+      absl::Status status = CheckBinding(plan, d, "u", slot, uav);
+      if (!status.ok()) return status;
+      if (uav.buffer == BufferBinding::kUnbound) continue;
+      if (plan.buffers[uav.buffer].kind == BufferKind::kResident) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dispatch ", d, " writes resident buffer ", uav.buffer, " (u", slot,
+                         "); resident buffers are shared and read-only"));
+      }
+      for (int srv = 0; srv < kSrvCount; ++srv) {
+        if (dispatch.srvs[srv].buffer == uav.buffer) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("dispatch ", d, " binds buffer ", uav.buffer, " as both t", srv,
+                           " and u", slot, "; a buffer is either read or written by a dispatch"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanExecutor::DeviceFailure(const absl::Status& failure) {
+  absl::Status lost = parts_.health->CheckAfterFailure(parts_.device, failure);
+  return lost.ok() ? failure : lost;
+}
+
+absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& plan) {
+  if (absl::Status health = parts_.health->status(); !health.ok()) return health;
+  if (absl::Status valid = ValidatePlan(plan); !valid.ok()) return valid;
+
+  // Pipelines first: building a kernel takes time and needs no command slot.
+  std::vector<ID3D12PipelineState*> pipelines(plan.dispatches.size());
+  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+    absl::StatusOr<ID3D12PipelineState*> pipeline = parts_.pipelines->Get(plan.dispatches[d].kernel);
+    if (!pipeline.ok()) return DeviceFailure(pipeline.status());
+    pipelines[d] = *pipeline;
+  }
+
+  absl::StatusOr<CommandRing::Lease> slot = parts_.commands->Acquire(parts_.batch_timeout_ms);
+  if (!slot.ok()) return DeviceFailure(slot.status());
+  ID3D12GraphicsCommandList* list = (*slot)->list();
+
+  // Buffers. A resident key listed twice in one plan is one buffer (and one
+  // upload): asking the store twice would wait for our own upload.
+  const size_t count = plan.buffers.size();
+  BatchBuffers buffers(parts_.pool, parts_.residents, count);
+  std::vector<bool> upload_here(count, false);
+  std::unordered_map<std::string, BufferId> resident_ids;
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.kind == BufferKind::kResident) {
+      auto [first, inserted] = resident_ids.emplace(spec.resident_key, id);
+      if (!inserted) {
+        buffers.resident_[id] = buffers.resident_[first->second];
+        continue;
+      }
+      absl::StatusOr<ResidentTensors::Use> use =
+          parts_.residents->Acquire(spec.resident_key, spec.size_bytes);
+      if (!use.ok()) return DeviceFailure(use.status());
+      buffers.resident_[id] = std::move(use->buffer);
+      if (use->must_upload) {
+        buffers.uploading_.push_back(spec.resident_key);
+        upload_here[id] = true;
+      }
+      continue;
+    }
+    absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(spec.size_bytes);
+    if (!buffer.ok()) return DeviceFailure(buffer.status());
+    buffers.pooled_[id] = std::move(*buffer);
+    upload_here[id] = NeedsUpload(spec.kind);
+  }
+
+  // Staging layout: each upload and each output at an aligned offset of the
+  // batch's region in the ring.
+  std::vector<uint64_t> staging_offset(count, 0);
+  uint64_t upload_bytes = 0, readback_bytes = 0;
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (upload_here[id]) {
+      staging_offset[id] = upload_bytes;
+      upload_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+    } else if (spec.kind == BufferKind::kOutput) {
+      staging_offset[id] = readback_bytes;
+      readback_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+    }
+  }
+  absl::StatusOr<StagingRings::Reservation> staging =
+      parts_.staging->Reserve(upload_bytes, readback_bytes);
+  if (!staging.ok()) return DeviceFailure(staging.status());
+
+  StateTracker states;
+  // Uploads: host bytes (or zeros) into the ring, then copies into place.
+  for (BufferId id = 0; id < count; ++id) {
+    if (!upload_here[id]) continue;
+    const BufferSpec& spec = plan.buffers[id];
+    uint8_t* destination = staging->upload_data() + staging_offset[id];
+    if (spec.kind == BufferKind::kZeroed) {
+      std::memset(destination, 0, spec.size_bytes);
+    } else {
+      std::memcpy(destination, spec.host_bytes->data() + spec.host_offset, spec.size_bytes);
+    }
+    states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+  }
+  states.Flush(list);
+  for (BufferId id = 0; id < count; ++id) {
+    if (!upload_here[id]) continue;
+    list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging->upload_buffer(),
+                           staging->upload_offset() + staging_offset[id],
+                           plan.buffers[id].size_bytes);
+  }
+
+  // Dispatches.
+  list->SetComputeRootSignature(parts_.pipelines->root_signature());
+  ID3D12PipelineState* bound_pipeline = nullptr;
+  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+    const Dispatch& dispatch = plan.dispatches[d];
+    D3D12_GPU_VIRTUAL_ADDRESS srv_address[kSrvCount];
+    D3D12_GPU_VIRTUAL_ADDRESS uav_address[kUavCount];
+    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
+      const BufferBinding& binding = dispatch.srvs[slot_index];
+      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
+                                       ? *parts_.unbound_srv
+                                       : buffers.buffer(binding.buffer);
+      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_NON_PIXEL_SHADER_RESOURCE);
+      srv_address[slot_index] = buffer.address + binding.offset_bytes;
+    }
+    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
+      const BufferBinding& binding = dispatch.uavs[slot_index];
+      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
+                                       ? *parts_.unbound_uav
+                                       : buffers.buffer(binding.buffer);
+      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+      uav_address[slot_index] = buffer.address + binding.offset_bytes;
+    }
+    states.Flush(list);
+    if (pipelines[d] != bound_pipeline) {
+      list->SetPipelineState(pipelines[d]);
+      bound_pipeline = pipelines[d];
+    }
+    list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
+                                       dispatch.constants.data(), 0);
+    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
+      list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index),
+                                             srv_address[slot_index]);
+    }
+    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
+      list->SetComputeRootUnorderedAccessView(RootUavParameter(slot_index),
+                                              uav_address[slot_index]);
+    }
+    if (dispatch.groups_x > 0 && dispatch.groups_y > 0 && dispatch.groups_z > 0) {
+      list->Dispatch(dispatch.groups_x, dispatch.groups_y, dispatch.groups_z);
+    }
+    if (dispatch.barrier_after) {
+      D3D12_RESOURCE_BARRIER barrier = {};
+      barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV;
+      barrier.UAV.pResource = nullptr;  // every UAV write so far
+      list->ResourceBarrier(1, &barrier);
+    }
+  }
+
+  // Outputs to the readback ring.
+  for (BufferId id = 0; id < count; ++id) {
+    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
+    states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
+  }
+  states.Flush(list);
+  for (BufferId id = 0; id < count; ++id) {
+    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
+    list->CopyBufferRegion(staging->readback_buffer(),
+                           staging->readback_offset() + staging_offset[id],
+                           buffers.buffer(id).resource.get(), 0, plan.buffers[id].size_bytes);
+  }
+
+  if (parts_.faults->ShouldFailSubmission()) {
+    return parts_.health->MarkLost(absl::UnavailableError(
+        "ExecuteCommandLists: 0x887a0005 DXGI_ERROR_DEVICE_REMOVED (injected by the "
+        "fail_after_batches fault-injection switch)"));
+  }
+  absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(slot->get());
+  if (!fence_value.ok()) return DeviceFailure(fence_value.status());
+  absl::Status completed =
+      parts_.commands->Wait(slot->get(), *fence_value, parts_.batch_timeout_ms);
+  if (!completed.ok()) return DeviceFailure(completed);
+  // A device can be removed without any call failing (vkd3d reports loss
+  // only this way): do not trust outputs from a removed device.
+  if (HRESULT reason = parts_.device->GetDeviceRemovedReason(); FAILED(reason)) {
+    return parts_.health->MarkLost(absl::UnavailableError(
+        absl::StrCat("GetDeviceRemovedReason: ", HResultToString(reason))));
+  }
+
+  for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
+  buffers.uploading_.clear();
+
+  std::vector<std::string> outputs(count);
+  for (BufferId id = 0; id < count; ++id) {
+    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
+    const uint8_t* source = staging->readback_data() + staging_offset[id];
+    outputs[id].assign(reinterpret_cast<const char*>(source), plan.buffers[id].size_bytes);
+  }
+  return outputs;
+}
+
+}  // namespace dmlserve::d3d12

@@ -1,0 +1,72 @@
+#ifndef DMLSERVE_KERNELS_D3D12_PLAN_EXECUTOR_H_
+#define DMLSERVE_KERNELS_D3D12_PLAN_EXECUTOR_H_
+
+// Runs one DispatchPlan on one device: the plan's buffers come from the pool
+// (or stay resident), its uploads go through the upload ring, and ONE command
+// list holds the copies in, the dispatches with their state transitions and
+// UAV barriers, and the copies out to the readback ring. The batch waits for
+// its own fence and returns the read-back outputs. Knows nothing about
+// operators. Thread-safe: each concurrent Run holds its own command slot.
+//
+// Errors: a plan that breaks the DispatchPlan contract is INVALID_ARGUMENT,
+// a kernel that does not build INTERNAL; neither harms the device. A lost
+// device (real or injected) is UNAVAILABLE and is recorded in DeviceHealth.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/d3d12/buffer_pool.h"
+#include "kernels/d3d12/command_ring.h"
+#include "kernels/d3d12/d3d12_api.h"
+#include "kernels/d3d12/device_health.h"
+#include "kernels/d3d12/fault_injection.h"
+#include "kernels/d3d12/pipeline_cache.h"
+#include "kernels/d3d12/resident_tensors.h"
+#include "kernels/d3d12/shaders/dispatch_plan.h"
+#include "kernels/d3d12/staging_rings.h"
+
+namespace dmlserve::d3d12 {
+
+// What a plan runs on; all owned by the device (DeviceRuntime).
+struct PlanExecutorParts {
+  ID3D12Device* device = nullptr;
+  CommandRing* commands = nullptr;
+  StagingRings* staging = nullptr;
+  BufferPool* pool = nullptr;
+  ResidentTensors* residents = nullptr;
+  PipelineCache* pipelines = nullptr;
+  DeviceHealth* health = nullptr;
+  FaultInjector* faults = nullptr;
+  // Bound to root SRV / UAV slots a dispatch leaves unbound, so every root
+  // descriptor always points at memory.
+  const PooledBuffer* unbound_srv = nullptr;
+  const PooledBuffer* unbound_uav = nullptr;
+  uint32_t batch_timeout_ms = 60000;
+};
+
+// Checks what the executor relies on: sizes and offsets multiples of 4,
+// bindings in range, host bytes present and long enough, group counts within
+// D3D12's limit, no buffer both read and written by one dispatch, resident
+// buffers never written.
+absl::Status ValidatePlan(const DispatchPlan& plan);
+
+class PlanExecutor {
+ public:
+  explicit PlanExecutor(const PlanExecutorParts& parts) : parts_(parts) {}
+
+  // The contents of every kOutput buffer, indexed by BufferId (empty strings
+  // for the other kinds): what DispatchPlan::finish takes.
+  absl::StatusOr<std::vector<std::string>> Run(const DispatchPlan& plan);
+
+ private:
+  // `failure` happened on the device: was the device lost with it?
+  absl::Status DeviceFailure(const absl::Status& failure);
+
+  PlanExecutorParts parts_;
+};
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_PLAN_EXECUTOR_H_

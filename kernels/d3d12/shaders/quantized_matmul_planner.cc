@@ -1,0 +1,367 @@
+#include "kernels/d3d12/shaders/quantized_matmul_planner.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/d3d12/shaders/kernel_assembler.h"
+#include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+using Spec = QuantizedMatMulKernelSpec;
+
+bool IsSigned(DataType type) { return type == DataType::kInt8; }
+
+// Element i of an INT8/UINT8 zero point (0 when absent), per-tensor
+// broadcast.
+int32_t ZeroPointAt(const Tensor& t, uint64_t i) {
+  if (!t.present()) return 0;
+  const uint64_t index = t.element_count() == 1 ? 0 : i;
+  return t.data_type == DataType::kInt8 ? static_cast<int32_t>(t.data_as<int8_t>()[index])
+                                        : static_cast<int32_t>(t.data_as<uint8_t>()[index]);
+}
+
+uint32_t ScaleBitsAt(const Tensor& t, uint64_t i) {
+  const uint64_t index = t.element_count() == 1 ? 0 : i;
+  uint32_t bits;
+  std::memcpy(&bits, t.data() + 4 * index, 4);
+  return bits;
+}
+
+void StoreWord(std::string& s, uint64_t word, uint32_t value) {
+  std::memcpy(&s[4 * word], &value, 4);
+}
+
+// |x - zero_point| over every value x of the type and every zero point given.
+uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
+  const int32_t low = IsSigned(type) ? -128 : 0, high = IsSigned(type) ? 127 : 255;
+  const uint64_t count = zero_point.present() ? zero_point.element_count() : 1;
+  uint64_t worst = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const int32_t z = ZeroPointAt(zero_point, i);
+    worst = std::max<uint64_t>(worst, std::max(std::abs(low - z), std::abs(high - z)));
+  }
+  return worst;
+}
+
+// B [slices, K, N] -> per slice, N columns of K4 words with 4 consecutive k.
+std::shared_ptr<const std::string> PackB(const QuantizedMatMulOperation& op) {
+  const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
+  const uint32_t k4 = (op.k + 3) / 4;
+  auto packed = std::make_shared<std::string>(slices * op.n * k4 * 4, '\0');
+  const uint8_t* b = op.b.data();
+  uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
+  for (uint64_t s = 0; s < slices; ++s) {
+    const uint8_t* slice = b + s * op.k * op.n;
+    uint8_t* slice_out = out + s * op.n * k4 * 4;
+    for (uint32_t k = 0; k < op.k; ++k) {
+      const uint8_t* row = slice + uint64_t{k} * op.n;
+      for (uint32_t n = 0; n < op.n; ++n) slice_out[(uint64_t{n} * k4) * 4 + k] = row[n];
+    }
+  }
+  return packed;
+}
+
+// Host copies of packed registered weights, so a batch that finds them
+// resident on the device does not repack. Entries hold the original bytes
+// too, so their address cannot be reused by another tensor while cached.
+class PackedWeightCache {
+ public:
+  static PackedWeightCache& Get() {
+    static PackedWeightCache* cache = new PackedWeightCache();
+    return *cache;
+  }
+
+  std::shared_ptr<const std::string> Find(const std::string& id,
+                                          const std::shared_ptr<std::string>& bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->id == id && it->original == bytes) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return it->packed;
+      }
+    }
+    return nullptr;
+  }
+
+  void Put(const std::string& id, std::shared_ptr<std::string> bytes,
+           std::shared_ptr<const std::string> packed, uint64_t limit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t size = packed->size() + bytes->size();
+    if (size > limit) return;
+    entries_.push_front({id, std::move(bytes), std::move(packed), size});
+    total_ += size;
+    while (total_ > limit) {
+      total_ -= entries_.back().size;
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string id;
+    std::shared_ptr<std::string> original;
+    std::shared_ptr<const std::string> packed;
+    uint64_t size;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+  uint64_t total_ = 0;
+};
+
+// Jobs that can share one packed B.
+struct Group {
+  std::vector<WorkItem*> items;
+};
+
+std::string GroupKey(const QuantizedMatMulOperation& op) {
+  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/",
+                                 static_cast<int>(op.a.data_type), "/",
+                                 static_cast<int>(op.b.data_type), "/",
+                                 static_cast<int>(op.output_data_type), "/", op.k, "/", op.n, "/",
+                                 op.b_batch, "/", op.b_channel, "/");
+  key.append(*op.b_scale.bytes);
+  if (op.b_zero_point.present()) {
+    absl::StrAppend(&key, "/z", static_cast<int>(op.b_zero_point.data_type), "/");
+    key.append(*op.b_zero_point.bytes);
+  }
+  return key;
+}
+
+// Appends A's rows (every slice) as rows of K4 words, zero-padded.
+void AppendARows(const QuantizedMatMulOperation& op, uint32_t k4, std::string& out) {
+  const uint64_t rows = uint64_t{op.a_batch} * op.a_channel * op.m;
+  const size_t start = out.size();
+  out.resize(start + rows * k4 * 4, '\0');
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::memcpy(&out[start + r * k4 * 4], op.a.data() + r * op.k, op.k);
+  }
+}
+
+// Row parameters for output rows [0, rows): row r is row r % M of its slice.
+void AppendRowParams(const QuantizedMatMulOperation& op, uint64_t rows, std::string& out) {
+  const size_t start = out.size() / 4;
+  out.resize(out.size() + rows * 16, '\0');
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint32_t m = static_cast<uint32_t>(r % op.m);
+    StoreWord(out, start + 4 * r + 0, ScaleBitsAt(op.a_scale, m));
+    StoreWord(out, start + 4 * r + 1, ScaleBitsAt(op.output_scale, m));
+    StoreWord(out, start + 4 * r + 2, static_cast<uint32_t>(ZeroPointAt(op.a_zero_point, m)));
+    StoreWord(out, start + 4 * r + 3,
+              static_cast<uint32_t>(ZeroPointAt(op.output_zero_point, m)));
+  }
+}
+
+std::shared_ptr<const std::string> ColumnParams(const QuantizedMatMulOperation& op) {
+  auto out = std::make_shared<std::string>(uint64_t{op.n} * 8, '\0');
+  for (uint32_t n = 0; n < op.n; ++n) {
+    StoreWord(*out, 2 * n, ScaleBitsAt(op.b_scale, n));
+    StoreWord(*out, 2 * n + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, n)));
+  }
+  return out;
+}
+
+Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices) {
+  Spec spec;
+  spec.a_signed = IsSigned(op.a.data_type);
+  spec.b_signed = IsSigned(op.b.data_type);
+  spec.output_signed = IsSigned(op.output_data_type);
+  Dispatch d;
+  d.kernel = spec.Key();
+  const uint64_t tiles_m = CeilDiv(rows, Spec::tile_m());
+  const uint64_t tiles_n = CeilDiv(op.n, Spec::tile_n());
+  d.constants[kQmmConstRows] = static_cast<uint32_t>(rows);
+  d.constants[kQmmConstColumns] = op.n;
+  d.constants[kQmmConstDepth] = op.k;
+  d.constants[kQmmConstDepthWords] = (op.k + 3) / 4;
+  d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
+  d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles_m * tiles_n);
+  d.constants[kQmmConstOutputWords] = (op.n + 3) / 4;
+  if (slices == 1) {
+    d.constants[kQmmConstChannels] = 1;
+  } else {
+    d.constants[kQmmConstChannels] = op.channel;
+    d.constants[kQmmConstABatchStride] = op.a_batch == 1 ? 0 : op.a_channel;
+    d.constants[kQmmConstAChannelStride] = op.a_channel == 1 ? 0 : 1;
+    d.constants[kQmmConstBBatchStride] = op.b_batch == 1 ? 0 : op.b_channel;
+    d.constants[kQmmConstBChannelStride] = op.b_channel == 1 ? 0 : 1;
+  }
+  SetGroupCount(d, uint64_t{slices} * tiles_m * tiles_n);
+  return d;
+}
+
+// Copies output rows [first_row, first_row + rows) (N4 words each) into the
+// job's tensor, dropping the padding of each row.
+absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
+                       std::vector<std::string>& outputs) {
+  const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+  const uint64_t rows = uint64_t{op.batch} * op.channel * op.m;
+  const uint64_t row_bytes = uint64_t{(op.n + 3) / 4} * 4;
+  if (output >= outputs.size() || outputs[output].size() < (first_row + rows) * row_bytes) {
+    return absl::InternalError("matmul output missing from the read-back buffers");
+  }
+  auto bytes = std::make_shared<std::string>(rows * op.n, '\0');
+  const char* src = outputs[output].data() + first_row * row_bytes;
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::memcpy(&(*bytes)[r * op.n], src + r * row_bytes, op.n);
+  }
+  item->output.data_type = op.output_data_type;
+  item->output.sizes = op.output_sizes;
+  item->output.bytes = std::move(bytes);
+  item->output.registered_id.clear();
+  return absl::OkStatus();
+}
+
+void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
+               PlanBuilder& builder) {
+  const auto& first = std::get<QuantizedMatMulOperation>(*group.items[0]->operation);
+  const uint32_t k4 = (first.k + 3) / 4;
+  const uint32_t b_slices = first.b_batch * first.b_channel;
+
+  // Packed B: resident when registered (and the host repack cached).
+  std::shared_ptr<const std::string> packed;
+  const std::string& id = first.b.registered_id;
+  if (!id.empty()) packed = PackedWeightCache::Get().Find(id, first.b.bytes);
+  if (packed == nullptr) {
+    packed = PackB(first);
+    if (!id.empty()) {
+      PackedWeightCache::Get().Put(id, first.b.bytes, packed, options.packed_weight_cache_bytes);
+    }
+  }
+  const BufferId b = id.empty() ? builder.AddUpload(packed, 0, packed->size())
+                                : builder.AddResident(packed, id + "/qmm-b-packed");
+  std::shared_ptr<const std::string> columns = ColumnParams(first);
+  const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
+
+  auto bind = [&](Dispatch& d, BufferId a, BufferId rows, BufferId out) {
+    d.srvs[0].buffer = a;
+    d.srvs[1].buffer = b;
+    d.srvs[2].buffer = rows;
+    d.srvs[3].buffer = column_params;
+    d.uavs[0].buffer = out;
+  };
+
+  if (b_slices == 1) {
+    // One product: every job's A rows stacked, one output row per A row.
+    uint64_t total_rows = 0;
+    for (WorkItem* item : group.items) {
+      const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+      total_rows += uint64_t{op.a_batch} * op.a_channel * op.m;
+    }
+    BufferId a;
+    if (group.items.size() == 1 && first.k % 4 == 0) {
+      a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
+    } else {
+      auto stacked = std::make_shared<std::string>();
+      stacked->reserve(total_rows * k4 * 4);
+      for (WorkItem* item : group.items) {
+        AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, *stacked);
+      }
+      a = builder.AddUpload(stacked, 0, stacked->size());
+    }
+    auto row_params = std::make_shared<std::string>();
+    for (WorkItem* item : group.items) {
+      const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+      AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, *row_params);
+    }
+    const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
+    const uint64_t row_words = (first.n + 3) / 4;
+    const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
+    Dispatch d = GemmDispatch(first, total_rows, 1);
+    bind(d, a, rows, out);
+    builder.AddDispatch(0, std::move(d));
+    uint64_t first_row = 0;
+    for (WorkItem* item : group.items) {
+      builder.AddFinisher([item, out, first_row](std::vector<std::string>& outputs) {
+        return FinishJob(item, out, first_row, outputs);
+      });
+      const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+      first_row += uint64_t{op.a_batch} * op.a_channel * op.m;
+    }
+    return;
+  }
+
+  // B has slices: one dispatch per job, slices mapped by broadcast strides.
+  for (WorkItem* item : group.items) {
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    BufferId a;
+    if (op.k % 4 == 0) {
+      a = builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
+    } else {
+      auto rows_bytes = std::make_shared<std::string>();
+      AppendARows(op, k4, *rows_bytes);
+      a = builder.AddUpload(rows_bytes, 0, rows_bytes->size());
+    }
+    const uint32_t slices = op.batch * op.channel;
+    auto row_params = std::make_shared<std::string>();
+    AppendRowParams(op, uint64_t{slices} * op.m, *row_params);
+    const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
+    const BufferId out = builder.AddDeviceBuffer(
+        BufferKind::kOutput, uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
+    Dispatch d = GemmDispatch(op, op.m, slices);
+    bind(d, a, rows, out);
+    builder.AddDispatch(0, std::move(d));
+    builder.AddFinisher([item, out](std::vector<std::string>& outputs) {
+      return FinishJob(item, out, 0, outputs);
+    });
+  }
+}
+
+absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
+  const uint64_t k4 = (op.k + 3) / 4;
+  const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
+  const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
+  const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
+  if (a_rows * k4 * 4 > kMaxKernelBufferBytes || b_columns * k4 * 4 > kMaxKernelBufferBytes ||
+      out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes || out_rows * 16 > kMaxKernelBufferBytes) {
+    return absl::ResourceExhaustedError(
+        "the D3D12 matmul kernel addresses at most 4 GiB per buffer");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
+  const uint64_t bound = uint64_t{op.k} * MaxCentered(op.a.data_type, op.a_zero_point) *
+                         MaxCentered(op.b.data_type, op.b_zero_point);
+  if (bound > uint64_t{INT32_MAX}) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "K = ", op.k, " is too large for the D3D12 backend's exact 32-bit accumulation with "
+        "these types and zero points (K * max|a - a_zero_point| * max|b - b_zero_point| = ",
+        bound, " > 2^31 - 1)"));
+  }
+  return absl::OkStatus();
+}
+
+void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
+                          const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  for (WorkItem* item : items) {
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    absl::Status status = CheckAccumulatorRange(op);
+    if (status.ok()) status = CheckAddressable(op);
+    if (!status.ok()) {
+      item->status = status;
+      continue;
+    }
+    const std::string key = GroupKey(op);
+    auto [it, inserted] = groups.try_emplace(key);
+    if (inserted) order.push_back(key);
+    it->second.items.push_back(item);
+  }
+  for (const std::string& key : order) PlanGroup(groups[key], options, builder);
+}
+
+}  // namespace dmlserve::d3d12

@@ -1,0 +1,41 @@
+#ifndef DMLSERVE_KERNELS_D3D12_SHADERS_QUANTIZED_MATMUL_PLANNER_H_
+#define DMLSERVE_KERNELS_D3D12_SHADERS_QUANTIZED_MATMUL_PLANNER_H_
+
+// Plans quantized matrix multiplies onto the qmm.gemm kernel
+// (quantized_matmul_kernels.h).
+//
+// Jobs that share B (same tensor, b_scale, b_zero_point, and the same A and
+// output types) form one group. B is repacked once per group on the host
+// (transposed, 4 k per word); a registered B becomes a kResident buffer so the
+// packed weights stay on the device (and the host repack is cached). When B
+// is a single matrix, the group's A rows are stacked into one tall A and run
+// as ONE product, with per-row scale/zero-point arrays; a B with batch or
+// channel slices runs one dispatch per job, broadcasting by slice strides.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/backend/device.h"
+#include "kernels/d3d12/shaders/plan_builder.h"
+
+namespace dmlserve::d3d12 {
+
+struct QuantizedMatMulPlannerOptions {
+  // Host copies of packed registered weights kept for reuse across batches.
+  uint64_t packed_weight_cache_bytes = uint64_t{256} << 20;
+};
+
+// Adds the passes for `items` (all quantized matmuls) to `builder`. Jobs that
+// cannot run (K too large for exact 32-bit accumulation, buffers beyond
+// 32-bit addressing) get their status set and are left out.
+void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
+                          const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder);
+
+// The largest |a - a_zero_point| * |b - b_zero_point| * K the kernel's int32
+// accumulation handles exactly; beyond it a job fails with OUT_OF_RANGE.
+absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op);
+
+}  // namespace dmlserve::d3d12
+
+#endif  // DMLSERVE_KERNELS_D3D12_SHADERS_QUANTIZED_MATMUL_PLANNER_H_

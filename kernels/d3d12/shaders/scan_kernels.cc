@@ -1,0 +1,553 @@
+#include "kernels/d3d12/shaders/scan_kernels.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "kernels/d3d12/shaders/kernel_assembler.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+using dxbc::Operand;
+
+constexpr const char* kPassNames[] = {"serial", "line", "reduce", "tile", "pack16"};
+constexpr const char* kOpNames[] = {"sum", "prod"};
+constexpr const char* kFormatNames[] = {"f32", "f16", "i32", "u16", "i64"};
+
+template <typename E, size_t N>
+bool ParseName(absl::string_view text, const char* const (&names)[N], E* out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (text == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t Log2(uint32_t v) {
+  uint32_t s = 0;
+  while ((1u << s) < v) ++s;
+  return s;
+}
+
+bool IsPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Emits the per-format arithmetic of a scan. A value lives in one temp:
+// .x (32-bit formats, floats for FLOAT16) or .xy = (lo, hi) for 64-bit.
+class ScanCodegen {
+ public:
+  ScanCodegen(KernelAssembler& a, ScanOp op, ScanFormat format)
+      : a_(a), op_(op), compute_(WideFormat(format)) {}
+
+  uint32_t NewValue() { return a_.NewTemp(); }
+  Operand Dst(uint32_t v) const { return KernelAssembler::r(v).sel(wide64() ? "xy" : "x"); }
+  Operand Src(uint32_t v) const { return KernelAssembler::r(v).sel(wide64() ? "xyyy" : "x"); }
+  uint32_t value_bytes() const { return wide64() ? 8 : 4; }
+
+  void Identity(uint32_t v) {
+    const bool product = op_ == ScanOp::kProduct;
+    switch (compute_) {
+      case ScanFormat::kF32:
+        a_.mov(Dst(v), KernelAssembler::lf(product ? 1.0f : 0.0f));
+        break;
+      case ScanFormat::kI32:
+        a_.mov(Dst(v), KernelAssembler::l(product ? 1 : 0));
+        break;
+      default:  // i64 sums
+        a_.mov(Dst(v), KernelAssembler::l(0, 0, 0, 0));
+        break;
+    }
+  }
+
+  // d = x (+|*) y, with x the earlier elements; d may alias x or y.
+  void Combine(uint32_t d, uint32_t x, uint32_t y) {
+    const bool product = op_ == ScanOp::kProduct;
+    if (compute_ == ScanFormat::kF32) {
+      if (product) {
+        a_.mul(Dst(d), Src(x), Src(y));
+      } else {
+        a_.add(Dst(d), Src(x), Src(y));
+      }
+    } else if (compute_ == ScanFormat::kI32) {
+      if (product) {
+        a_.imul(Dst(d), Src(x), Src(y));
+      } else {
+        a_.iadd(Dst(d), Src(x), Src(y));
+      }
+    } else {
+      // 64-bit add: lo = x.lo + y.lo; carry = lo < x.lo; hi = x.hi + y.hi + carry.
+      const uint32_t t = Scratch(0);
+      using A = KernelAssembler;
+      a_.iadd(A::r(t).x(), A::r(x).x(), A::r(y).x());
+      a_.ult(A::r(t).y(), A::r(t).x(), A::r(x).x());
+      a_.and_(A::r(t).y(), A::r(t).y(), A::l(1));
+      a_.iadd(A::r(t).z(), A::r(x).y(), A::r(y).y());
+      a_.iadd(A::r(d).y(), A::r(t).z(), A::r(t).y());
+      a_.mov(A::r(d).x(), A::r(t).x());
+    }
+  }
+
+  // Loads element `index` of a buffer in `format`, converted to the compute
+  // type (FLOAT16 -> float32, UINT16 -> uint32).
+  void Load(uint32_t v, const Operand& index, const Operand& resource, ScanFormat format) {
+    using A = KernelAssembler;
+    const uint32_t s = Scratch(1);
+    switch (format) {
+      case ScanFormat::kF32:
+      case ScanFormat::kI32:
+        a_.ishl(A::r(s).x(), index, A::l(2));
+        a_.ld_raw(Dst(v), A::r(s).x(), resource);
+        break;
+      case ScanFormat::kI64:
+        a_.ishl(A::r(s).x(), index, A::l(3));
+        a_.ld_raw(Dst(v), A::r(s).x(), resource);
+        break;
+      case ScanFormat::kF16:
+      case ScanFormat::kU16:
+        // Raw buffers are dword-addressed: load the dword, pick the half.
+        a_.ushr(A::r(s).x(), index, A::l(1));
+        a_.ishl(A::r(s).x(), A::r(s).x(), A::l(2));
+        a_.ld_raw(A::r(s).y(), A::r(s).x(), resource);
+        a_.and_(A::r(s).z(), index, A::l(1));
+        a_.ishl(A::r(s).z(), A::r(s).z(), A::l(4));
+        a_.ubfe(Dst(v), A::l(16), A::r(s).z(), A::r(s).y());
+        if (format == ScanFormat::kF16) a_.f16tof32(Dst(v), Src(v));
+        break;
+    }
+  }
+
+  // Stores a value at element `index` of a buffer in the compute format.
+  void Store(const Operand& uav, const Operand& index, uint32_t v) {
+    using A = KernelAssembler;
+    const uint32_t s = Scratch(1);
+    a_.ishl(A::r(s).x(), index, A::l(wide64() ? 3 : 2));
+    a_.store_raw(uav.sel(wide64() ? "xy" : "x"), A::r(s).x(), Src(v));
+  }
+
+  void StoreShared(const Operand& byte_offset, uint32_t v) {
+    a_.store_raw(KernelAssembler::g(0).sel(wide64() ? "xy" : "x"), byte_offset, Src(v));
+  }
+  void LoadShared(uint32_t v, const Operand& byte_offset) {
+    a_.ld_raw(Dst(v), byte_offset, KernelAssembler::g(0));
+  }
+
+ private:
+  bool wide64() const { return compute_ == ScanFormat::kI64; }
+  uint32_t Scratch(int i) {
+    if (scratch_[i] == 0) scratch_[i] = a_.NewTemp() + 1;
+    return scratch_[i] - 1;
+  }
+
+  KernelAssembler& a_;
+  ScanOp op_;
+  ScanFormat compute_;
+  uint32_t scratch_[2] = {0, 0};  // temp index + 1, allocated on first use
+};
+
+// Where a line starts and how far apart its elements are, in scan order:
+// element at scan position p is origin + p * step (wrapping arithmetic, so a
+// negative step for decreasing scans is fine).
+struct LineGeometry {
+  Operand origin;
+  Operand step;
+};
+
+LineGeometry EmitLineGeometry(KernelAssembler& a, const Operand& line, bool reverse) {
+  using A = KernelAssembler;
+  const Operand outer = a.Scalar(), inner_index = a.Scalar();
+  a.udiv(outer, inner_index, line, A::Constant(kScanConstInner));
+  const Operand t = a.Scalar();
+  a.imul(t, outer, A::Constant(kScanConstAxis));
+  const Operand base = a.Scalar();
+  a.imad(base, t, A::Constant(kScanConstInner), inner_index);
+  if (!reverse) return {base, A::Constant(kScanConstInner)};
+  const Operand last = a.Scalar(), step = a.Scalar();
+  a.iadd(t, A::Constant(kScanConstAxis), A::l(-1));
+  a.imad(last, t, A::Constant(kScanConstInner), base);
+  a.ineg(step, A::Constant(kScanConstInner));
+  return {last, step};
+}
+
+void BuildSerial(KernelAssembler& a, const ScanKernelSpec& spec) {
+  using A = KernelAssembler;
+  a.DeclareBindings(/*srvs=*/1, /*uavs=*/1);
+  a.dcl_input(A::vThreadGroupID().xy());
+  a.dcl_input(A::vThreadIDInGroupFlattened());
+  a.dcl_thread_group(spec.threads, 1, 1);
+  ScanCodegen c(a, spec.op, spec.format);
+
+  const Operand group = a.Scalar(), line = a.Scalar();
+  a.LinearGroupIndex(group);
+  a.imad(line, group, A::l(spec.threads), A::vThreadIDInGroupFlattened().x());
+  a.IfUnsignedLess(line, A::Constant(kScanConstLines));
+  const LineGeometry geo = EmitLineGeometry(a, line, spec.reverse);
+  const uint32_t acc = c.NewValue(), x = c.NewValue();
+  c.Identity(acc);
+  const Operand i = a.Scalar(), e = a.Scalar();
+  a.mov(i, A::l(0));
+  a.LoopWhileUnsignedLess(i, A::Constant(kScanConstAxis));
+  a.imad(e, i, geo.step, geo.origin);
+  c.Load(x, e, A::t(0), spec.format);
+  if (spec.exclusive) {
+    c.Store(A::u(0), e, acc);
+    c.Combine(acc, acc, x);
+  } else {
+    c.Combine(acc, acc, x);
+    c.Store(A::u(0), e, acc);
+  }
+  a.iadd(i, i, A::l(1));
+  a.endloop();
+  a.endif();
+  a.ret();
+}
+
+// line / reduce / tile: see the header.
+void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
+  using A = KernelAssembler;
+  const bool carry_in = spec.pass == ScanPass::kTile;
+  a.DeclareBindings(/*srvs=*/carry_in ? 2 : 1, /*uavs=*/1);
+  a.dcl_input(A::vThreadGroupID().xy());
+  a.dcl_input(A::vThreadIDInGroupFlattened());
+  ScanCodegen c(a, spec.op, spec.format);
+  const uint32_t bytes = c.value_bytes();
+  a.dcl_tgsm_raw(0, spec.threads * bytes);
+  a.dcl_thread_group(spec.threads, 1, 1);
+  const Operand tid = A::vThreadIDInGroupFlattened().x();
+
+  const Operand group = a.Scalar();
+  a.LinearGroupIndex(group);
+  a.IfUnsignedLess(group, A::Constant(kConstGroupCount));
+
+  Operand line = group;
+  const Operand tile = a.Scalar();
+  if (spec.pass == ScanPass::kLine) {
+    a.mov(tile, A::l(0));
+  } else {
+    line = a.Scalar();
+    a.udiv(line, tile, group, A::Constant(kScanConstTiles));
+  }
+  const LineGeometry geo = EmitLineGeometry(a, line, spec.reverse);
+  const Operand slot = a.Scalar(), previous_slot = a.Scalar();
+  a.imul(slot, tid, A::l(bytes));
+  a.iadd(previous_slot, slot, A::l(-static_cast<int32_t>(bytes)));
+
+  const uint32_t carry = c.NewValue();
+  if (spec.pass == ScanPass::kTile) {
+    c.Load(carry, group, A::t(1), WideFormat(spec.format));
+  } else if (spec.pass == ScanPass::kLine) {
+    c.Identity(carry);
+    a.LoopWhileUnsignedLess(tile, A::Constant(kScanConstTiles));
+  }
+
+  // This thread's elements: scan positions start .. start + per_thread - 1.
+  const Operand start = a.Scalar();
+  a.imul(start, tile, A::l(spec.tile()));
+  a.imad(start, tid, A::l(spec.per_thread), start);
+
+  // Phase 1: the thread's total.
+  const uint32_t v = c.NewValue(), x = c.NewValue();
+  c.Identity(v);
+  const Operand j = a.Scalar(), pos = a.Scalar(), e = a.Scalar();
+  auto for_each_element = [&](auto&& body) {
+    a.mov(j, A::l(0));
+    a.LoopWhileUnsignedLess(j, A::l(spec.per_thread));
+    a.iadd(pos, start, j);
+    a.IfUnsignedLess(pos, A::Constant(kScanConstAxis));
+    a.imad(e, pos, geo.step, geo.origin);
+    c.Load(x, e, A::t(0), spec.format);
+    body();
+    a.endif();
+    a.iadd(j, j, A::l(1));
+    a.endloop();
+  };
+  for_each_element([&] { c.Combine(v, v, x); });
+
+  // Phase 2: inclusive Hillis-Steele scan of the thread totals in g0.
+  c.StoreShared(slot, v);
+  a.sync_g_t();
+  const Operand offset = a.Scalar(), other = a.Scalar();
+  const uint32_t u = c.NewValue();
+  a.mov(offset, A::l(1));
+  a.LoopWhileUnsignedLess(offset, A::l(spec.threads));
+  a.IfUnsignedGreaterEqual(tid, offset);
+  a.imul(other, offset, A::l(bytes));
+  a.ineg(other, other);
+  a.iadd(other, slot, other);
+  c.LoadShared(u, other);
+  c.Combine(v, u, v);
+  a.endif();
+  a.sync_g_t();
+  c.StoreShared(slot, v);
+  a.sync_g_t();
+  a.ishl(offset, offset, A::l(1));
+  a.endloop();
+
+  const uint32_t total = c.NewValue(), prefix = c.NewValue();
+  c.LoadShared(total, A::l((spec.threads - 1) * bytes));
+  c.Identity(prefix);
+  a.IfUnsignedGreaterEqual(tid, A::l(1));
+  c.LoadShared(prefix, previous_slot);
+  a.endif();
+  if (spec.pass == ScanPass::kLine) a.sync_g_t();  // g0 is rewritten by the next tile
+
+  if (spec.pass == ScanPass::kReduce) {
+    const Operand first = a.Scalar();
+    a.ieq(first, tid, A::l(0));
+    a.if_nz(first);
+    c.Store(A::u(0), group, total);
+    a.endif();
+  } else {
+    // Phase 3: rescan the elements from the thread's carry-in.
+    const uint32_t running = c.NewValue();
+    c.Combine(running, carry, prefix);
+    for_each_element([&] {
+      if (spec.exclusive) {
+        c.Store(A::u(0), e, running);
+        c.Combine(running, running, x);
+      } else {
+        c.Combine(running, running, x);
+        c.Store(A::u(0), e, running);
+      }
+    });
+  }
+  if (spec.pass == ScanPass::kLine) {
+    c.Combine(carry, carry, total);
+    a.iadd(tile, tile, A::l(1));
+    a.endloop();
+  }
+  a.endif();
+  a.ret();
+}
+
+void BuildPack16(KernelAssembler& a, const ScanKernelSpec& spec) {
+  using A = KernelAssembler;
+  a.DeclareBindings(/*srvs=*/1, /*uavs=*/1);
+  a.dcl_input(A::vThreadGroupID().xy());
+  a.dcl_input(A::vThreadIDInGroupFlattened());
+  a.dcl_thread_group(spec.threads, 1, 1);
+  const Operand group = a.Scalar(), word = a.Scalar(), words = a.Scalar();
+  a.LinearGroupIndex(group);
+  a.imad(word, group, A::l(spec.threads), A::vThreadIDInGroupFlattened().x());
+  a.iadd(words, A::Constant(kPackConstCount), A::l(1));
+  a.ushr(words, words, A::l(1));
+  a.IfUnsignedLess(word, words);
+  const uint32_t v = a.NewTemp();  // .x = element 2w, .y = element 2w + 1
+  const Operand address = a.Scalar(), second = a.Scalar();
+  a.ishl(address, word, A::l(3));
+  a.ld_raw(A::r(v).x(), address, A::t(0));
+  a.mov(A::r(v).y(), A::l(0));
+  a.imad(second, word, A::l(2), A::l(1));
+  // Root descriptors are not bounds-checked: never read past the scratch.
+  a.IfUnsignedLess(second, A::Constant(kPackConstCount));
+  a.iadd(address, address, A::l(4));
+  a.ld_raw(A::r(v).y(), address, A::t(0));
+  a.endif();
+  if (spec.format == ScanFormat::kF16) {
+    a.f32tof16(A::r(v).xy(), A::r(v).xy());
+  } else {
+    a.and_(A::r(v).xy(), A::r(v).xy(), A::l(0xffff, 0xffff, 0, 0));
+  }
+  a.bfi(A::r(v).x(), A::l(16), A::l(16), A::r(v).y(), A::r(v).x());
+  a.ishl(address, word, A::l(2));
+  a.store_raw(A::u(0).x(), address, A::r(v).x());
+  a.endif();
+  a.ret();
+}
+
+absl::Status Validate(const ScanKernelSpec& spec) {
+  if (spec.pass == ScanPass::kPack16) {
+    if (spec.format != ScanFormat::kF16 && spec.format != ScanFormat::kU16) {
+      return absl::InvalidArgumentError("pack16 packs f16 or u16");
+    }
+    return absl::OkStatus();
+  }
+  if (spec.op == ScanOp::kProduct && spec.format == ScanFormat::kI64) {
+    return absl::InvalidArgumentError("64-bit products are not a cumulative product type");
+  }
+  if (spec.op == ScanOp::kSum && spec.format == ScanFormat::kU16) {
+    return absl::InvalidArgumentError("UINT16 is not a cumulative summation type");
+  }
+  if (!IsPowerOfTwo(spec.threads) || spec.threads > 1024 || spec.per_thread == 0 ||
+      spec.per_thread > 64) {
+    return absl::InvalidArgumentError("bad scan tile shape");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ScanFormat WideFormat(ScanFormat format) {
+  switch (format) {
+    case ScanFormat::kF16:
+      return ScanFormat::kF32;
+    case ScanFormat::kU16:
+      return ScanFormat::kI32;
+    default:
+      return format;
+  }
+}
+
+uint32_t FormatBytes(ScanFormat format) {
+  switch (format) {
+    case ScanFormat::kF16:
+    case ScanFormat::kU16:
+      return 2;
+    case ScanFormat::kI64:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+std::string ScanKernelSpec::Key() const {
+  const char* format_name = kFormatNames[static_cast<int>(format)];
+  if (pass == ScanPass::kPack16) return absl::StrCat("scan.pack16/", format_name);
+  std::string key = absl::StrCat("scan.", kPassNames[static_cast<int>(pass)], "/",
+                                 kOpNames[static_cast<int>(op)], "/", format_name, "/",
+                                 reverse ? "dec" : "inc");
+  if (pass != ScanPass::kReduce) absl::StrAppend(&key, exclusive ? "/excl" : "/incl");
+  if (pass == ScanPass::kSerial) {
+    absl::StrAppend(&key, "/g", threads);
+  } else {
+    absl::StrAppend(&key, "/t", threads, "p", per_thread);
+  }
+  return key;
+}
+
+absl::StatusOr<ScanKernelSpec> ScanKernelSpec::Parse(absl::string_view key) {
+  std::vector<absl::string_view> parts = absl::StrSplit(key, '/');
+  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat("bad scan kernel key: ", key));
+  ScanKernelSpec spec;
+  if (parts.empty() || !absl::ConsumePrefix(&parts[0], "scan.") ||
+      !ParseName(parts[0], kPassNames, &spec.pass)) {
+    return bad;
+  }
+  if (spec.pass == ScanPass::kPack16) {
+    if (parts.size() != 2 || !ParseName(parts[1], kFormatNames, &spec.format)) return bad;
+    spec.threads = kPackThreads;
+  } else {
+    const size_t expected = spec.pass == ScanPass::kReduce ? 5 : 6;
+    if (parts.size() != expected || !ParseName(parts[1], kOpNames, &spec.op) ||
+        !ParseName(parts[2], kFormatNames, &spec.format)) {
+      return bad;
+    }
+    if (parts[3] != "inc" && parts[3] != "dec") return bad;
+    spec.reverse = parts[3] == "dec";
+    if (spec.pass != ScanPass::kReduce) {
+      if (parts[4] != "incl" && parts[4] != "excl") return bad;
+      spec.exclusive = parts[4] == "excl";
+    }
+    absl::string_view shape = parts.back();
+    if (spec.pass == ScanPass::kSerial) {
+      if (!absl::ConsumePrefix(&shape, "g") || !absl::SimpleAtoi(shape, &spec.threads)) return bad;
+    } else {
+      std::vector<absl::string_view> tp = absl::StrSplit(shape, 'p');
+      if (tp.size() != 2 || !absl::ConsumePrefix(&tp[0], "t") ||
+          !absl::SimpleAtoi(tp[0], &spec.threads) || !absl::SimpleAtoi(tp[1], &spec.per_thread)) {
+        return bad;
+      }
+    }
+  }
+  absl::Status status = Validate(spec);
+  if (!status.ok()) return status;
+  if (spec.Key() != key) return bad;  // one canonical spelling per kernel
+  return spec;
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildScanKernel(const ScanKernelSpec& spec) {
+  absl::Status status = Validate(spec);
+  if (!status.ok()) return status;
+  KernelAssembler a;
+  switch (spec.pass) {
+    case ScanPass::kSerial:
+      BuildSerial(a, spec);
+      break;
+    case ScanPass::kPack16:
+      BuildPack16(a, spec);
+      break;
+    default:
+      BuildTiled(a, spec);
+      break;
+  }
+  absl::StatusOr<std::vector<uint8_t>> blob = a.Finish();
+  if (!blob.ok()) {
+    return absl::InternalError(absl::StrCat(spec.Key(), ": ", blob.status().message()));
+  }
+  return blob;
+}
+
+const std::vector<ScanTileShape>& ScanTileShapes() {
+  static const std::vector<ScanTileShape> shapes = {{64, 4}, {256, 4}};
+  return shapes;
+}
+
+std::vector<ScanKernelSpec> AllScanKernelSpecs() {
+  struct OpFormat {
+    ScanOp op;
+    ScanFormat format;
+  };
+  const OpFormat kinds[] = {
+      {ScanOp::kSum, ScanFormat::kF32},     {ScanOp::kSum, ScanFormat::kF16},
+      {ScanOp::kSum, ScanFormat::kI32},     {ScanOp::kSum, ScanFormat::kI64},
+      {ScanOp::kProduct, ScanFormat::kF32}, {ScanOp::kProduct, ScanFormat::kF16},
+      {ScanOp::kProduct, ScanFormat::kI32}, {ScanOp::kProduct, ScanFormat::kU16},
+  };
+  std::vector<ScanKernelSpec> specs;
+  for (const OpFormat& kind : kinds) {
+    for (bool reverse : {false, true}) {
+      for (bool exclusive : {false, true}) {
+        ScanKernelSpec s;
+        s.op = kind.op;
+        s.format = kind.format;
+        s.reverse = reverse;
+        s.exclusive = exclusive;
+        s.pass = ScanPass::kSerial;
+        s.threads = kSerialThreads;
+        s.per_thread = 1;
+        specs.push_back(s);
+        for (const ScanTileShape& shape : ScanTileShapes()) {
+          s.threads = shape.threads;
+          s.per_thread = shape.per_thread;
+          for (ScanPass pass : {ScanPass::kLine, ScanPass::kTile}) {
+            s.pass = pass;
+            specs.push_back(s);
+          }
+          if (!exclusive) {
+            s.pass = ScanPass::kReduce;
+            specs.push_back(s);
+            // Pass 2 scans the partials: forward, exclusive, wide format.
+            ScanKernelSpec partials = s;
+            partials.pass = ScanPass::kLine;
+            partials.format = WideFormat(kind.format);
+            partials.reverse = false;
+            partials.exclusive = true;
+            bool seen = false;
+            for (const ScanKernelSpec& existing : specs) seen |= existing == partials;
+            if (!seen) specs.push_back(partials);
+          }
+        }
+      }
+    }
+  }
+  for (ScanFormat f : {ScanFormat::kF16, ScanFormat::kU16}) {
+    ScanKernelSpec s;
+    s.pass = ScanPass::kPack16;
+    s.format = f;
+    s.threads = kPackThreads;
+    specs.push_back(s);
+  }
+  // The reduce key ignores `exclusive`; drop duplicates by key.
+  std::vector<ScanKernelSpec> unique;
+  for (const ScanKernelSpec& s : specs) {
+    bool seen = false;
+    for (const ScanKernelSpec& u : unique) seen |= u == s;
+    if (!seen) unique.push_back(s);
+  }
+  return unique;
+}
+
+}  // namespace dmlserve::d3d12

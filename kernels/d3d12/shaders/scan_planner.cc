@@ -1,0 +1,187 @@
+#include "kernels/d3d12/shaders/scan_planner.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/d3d12/shaders/kernel_assembler.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+Dispatch ScanDispatch(const ScanKernelSpec& spec, uint32_t axis, uint32_t inner, uint32_t lines,
+                      uint32_t tiles) {
+  Dispatch d;
+  d.kernel = spec.Key();
+  d.constants[kScanConstAxis] = axis;
+  d.constants[kScanConstInner] = inner;
+  d.constants[kScanConstLines] = lines;
+  d.constants[kScanConstTiles] = tiles;
+  return d;
+}
+
+}  // namespace
+
+absl::Status ScanFormatOf(const ScanOperation& op, ScanOp* scan_op, ScanFormat* format) {
+  const bool sum = op.kind == OperatorKind::kCumulativeSummation;
+  *scan_op = sum ? ScanOp::kSum : ScanOp::kProduct;
+  switch (op.input.data_type) {
+    case DataType::kFloat32:
+      *format = ScanFormat::kF32;
+      return absl::OkStatus();
+    case DataType::kFloat16:
+      *format = ScanFormat::kF16;
+      return absl::OkStatus();
+    case DataType::kInt32:
+    case DataType::kUint32:
+      *format = ScanFormat::kI32;
+      return absl::OkStatus();
+    case DataType::kInt64:
+    case DataType::kUint64:
+      if (sum) {
+        *format = ScanFormat::kI64;
+        return absl::OkStatus();
+      }
+      break;
+    case DataType::kUint16:
+      if (!sum) {
+        *format = ScanFormat::kU16;
+        return absl::OkStatus();
+      }
+      break;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(OperatorName(op.kind), " does not support ",
+                                                 DataTypeName(op.input.data_type)));
+}
+
+absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBuilder& builder) {
+  const ScanOperation& op = std::get<ScanOperation>(*item->operation);
+  ScanKernelSpec spec;
+  absl::Status status = ScanFormatOf(op, &spec.op, &spec.format);
+  if (!status.ok()) return status;
+  spec.reverse = op.direction == AxisDirection::kDecreasing;
+  spec.exclusive = op.exclusive;
+
+  const uint64_t elements = op.input.element_count();
+  const uint64_t lines64 = op.outer * op.inner;
+  const ScanFormat wide = WideFormat(spec.format);
+  // Kernels address bytes with 32-bit offsets.
+  if (elements * FormatBytes(wide) > kMaxKernelBufferBytes || lines64 > UINT32_MAX ||
+      op.inner > UINT32_MAX) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the D3D12 scan kernels address at most 4 GiB per buffer; this tensor has ", elements,
+        " elements of ", DataTypeName(op.input.data_type)));
+  }
+  const uint32_t axis = op.axis_size;
+  const uint32_t inner = static_cast<uint32_t>(op.inner);
+  const uint32_t lines = static_cast<uint32_t>(lines64);
+  const uint64_t element_bytes = FormatBytes(spec.format);
+  const bool packed = wide != spec.format;
+
+  const BufferId input = builder.AddUpload(op.input.bytes, 0, elements * element_bytes);
+  const BufferId output = builder.AddDeviceBuffer(BufferKind::kOutput, elements * element_bytes);
+  const BufferId result =
+      packed ? builder.AddDeviceBuffer(BufferKind::kScratch, elements * 4) : output;
+
+  int stage = 0;
+  if (axis <= options.serial_max_axis) {
+    spec.pass = ScanPass::kSerial;
+    spec.threads = kSerialThreads;
+    spec.per_thread = 1;
+    Dispatch d = ScanDispatch(spec, axis, inner, lines, 0);
+    d.srvs[0].buffer = input;
+    d.uavs[0].buffer = result;
+    SetGroupCount(d, CeilDiv(lines, spec.threads));
+    builder.AddDispatch(stage++, std::move(d));
+  } else {
+    const std::vector<ScanTileShape>& shapes = ScanTileShapes();
+    size_t shape_index = options.tile_shape >= 0 ? static_cast<size_t>(options.tile_shape)
+                                                 : (axis <= shapes[0].threads * shapes[0].per_thread
+                                                        ? 0
+                                                        : shapes.size() - 1);
+    if (shape_index >= shapes.size()) shape_index = shapes.size() - 1;
+    spec.threads = shapes[shape_index].threads;
+    spec.per_thread = shapes[shape_index].per_thread;
+    const uint64_t tiles = CeilDiv(axis, spec.tile());
+    if (tiles <= options.line_max_tiles || lines >= options.line_min_lines) {
+      spec.pass = ScanPass::kLine;
+      Dispatch d = ScanDispatch(spec, axis, inner, lines, static_cast<uint32_t>(tiles));
+      d.srvs[0].buffer = input;
+      d.uavs[0].buffer = result;
+      SetGroupCount(d, lines);
+      builder.AddDispatch(stage++, std::move(d));
+    } else {
+      // Reduce-then-scan: tile totals, their exclusive scan, tiles with carry-in.
+      const uint64_t partial_count = uint64_t{lines} * tiles;
+      // At most one partial per element: within the limit checked above.
+      const uint64_t partial_bytes = partial_count * FormatBytes(wide);
+      const BufferId partials = builder.AddDeviceBuffer(BufferKind::kScratch, partial_bytes);
+      const BufferId carries = builder.AddDeviceBuffer(BufferKind::kScratch, partial_bytes);
+
+      ScanKernelSpec reduce = spec;
+      reduce.pass = ScanPass::kReduce;
+      reduce.exclusive = false;
+      Dispatch d1 = ScanDispatch(reduce, axis, inner, lines, static_cast<uint32_t>(tiles));
+      d1.srvs[0].buffer = input;
+      d1.uavs[0].buffer = partials;
+      SetGroupCount(d1, partial_count);
+      builder.AddDispatch(stage++, std::move(d1));
+
+      ScanKernelSpec scan_partials = spec;
+      scan_partials.pass = ScanPass::kLine;
+      scan_partials.format = wide;
+      scan_partials.reverse = false;  // partials are stored in scan order
+      scan_partials.exclusive = true;
+      Dispatch d2 = ScanDispatch(scan_partials, static_cast<uint32_t>(tiles), 1, lines,
+                                 static_cast<uint32_t>(CeilDiv(tiles, scan_partials.tile())));
+      d2.srvs[0].buffer = partials;
+      d2.uavs[0].buffer = carries;
+      SetGroupCount(d2, lines);
+      builder.AddDispatch(stage++, std::move(d2));
+
+      ScanKernelSpec tile = spec;
+      tile.pass = ScanPass::kTile;
+      Dispatch d3 = ScanDispatch(tile, axis, inner, lines, static_cast<uint32_t>(tiles));
+      d3.srvs[0].buffer = input;
+      d3.srvs[1].buffer = carries;
+      d3.uavs[0].buffer = result;
+      SetGroupCount(d3, partial_count);
+      builder.AddDispatch(stage++, std::move(d3));
+    }
+  }
+  if (packed) {
+    ScanKernelSpec pack;
+    pack.pass = ScanPass::kPack16;
+    pack.format = spec.format;
+    pack.threads = kPackThreads;
+    Dispatch d;
+    d.kernel = pack.Key();
+    d.constants[kPackConstCount] = static_cast<uint32_t>(elements);
+    d.srvs[0].buffer = result;
+    d.uavs[0].buffer = output;
+    SetGroupCount(d, CeilDiv(CeilDiv(elements, 2), pack.threads));
+    builder.AddDispatch(stage++, std::move(d));
+  }
+
+  builder.AddFinisher([item, output, bytes = elements * element_bytes](
+                          std::vector<std::string>& outputs) -> absl::Status {
+    if (output >= outputs.size() || outputs[output].size() < bytes) {
+      return absl::InternalError("scan output missing from the read-back buffers");
+    }
+    const ScanOperation& op = std::get<ScanOperation>(*item->operation);
+    std::string data = std::move(outputs[output]);
+    data.resize(bytes);
+    item->output.data_type = op.input.data_type;
+    item->output.sizes = op.input.sizes;
+    item->output.bytes = std::make_shared<std::string>(std::move(data));
+    item->output.registered_id.clear();
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace dmlserve::d3d12

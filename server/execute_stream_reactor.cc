@@ -1,0 +1,152 @@
+#include "server/execute_stream_reactor.h"
+
+#include <utility>
+#include <vector>
+
+#include "server/client_deadline.h"
+#include "server/status_conversion.h"
+
+namespace dmlserve {
+
+ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
+                                           RequestExecutor* executor, DrainGate* gate,
+                                           int max_backlog)
+    : context_(context),
+      executor_(executor),
+      gate_(gate),
+      max_backlog_(max_backlog > 0 ? max_backlog : 1) {
+  if (!gate_->TryEnter()) {
+    gate_ = nullptr;
+    {
+      absl::MutexLock lock(&mutex_);
+      finished_ = true;
+    }
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    return;
+  }
+  {
+    absl::MutexLock lock(&mutex_);
+    reading_ = true;
+  }
+  StartRead(&request_);
+}
+
+void ExecuteStreamReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    // Half-close by the client (or the call broke): answer what was read.
+    {
+      absl::MutexLock lock(&mutex_);
+      reading_ = false;
+      reads_done_ = true;
+    }
+    Advance();
+    return;
+  }
+  // `reading_` stays set while the item is decoded: `request_` must not be
+  // handed to the next read before Execute() has taken what it needs.
+  uint64_t sequence;
+  {
+    absl::MutexLock lock(&mutex_);
+    ++unanswered_;
+    sequence = next_sequence_++;
+  }
+  executor_->Execute(
+      &request_, ClientDeadline(*context_),
+      [this, sequence](std::shared_ptr<Job> job) {
+        absl::MutexLock lock(&mutex_);
+        if (broken_) job->Cancel();
+        jobs_.emplace(sequence, std::move(job));
+      },
+      [this, sequence](absl::Status status, v1::ExecuteResponse response) {
+        OnItemDone(sequence, std::move(status), std::move(response));
+      });
+  {
+    absl::MutexLock lock(&mutex_);
+    reading_ = false;
+  }
+  Advance();
+}
+
+void ExecuteStreamReactor::OnItemDone(uint64_t sequence, absl::Status status,
+                                      v1::ExecuteResponse response) {
+  *response.mutable_status() = ToRpcStatus(status);
+  {
+    absl::MutexLock lock(&mutex_);
+    jobs_.erase(sequence);
+    if (broken_) {
+      --unanswered_;
+    } else {
+      pending_writes_.push_back(std::move(response));
+    }
+  }
+  Advance();
+}
+
+void ExecuteStreamReactor::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mutex_);
+    writing_ = false;
+    --unanswered_;
+    if (!ok) {
+      // The call is broken; nothing more can be written.
+      broken_ = true;
+      unanswered_ -= static_cast<int>(pending_writes_.size());
+      pending_writes_.clear();
+    }
+  }
+  Advance();
+}
+
+void ExecuteStreamReactor::OnCancel() {
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    absl::MutexLock lock(&mutex_);
+    broken_ = true;
+    unanswered_ -= static_cast<int>(pending_writes_.size());
+    pending_writes_.clear();
+    for (auto& [sequence, job] : jobs_) jobs.push_back(job);
+  }
+  for (const auto& job : jobs) job->Cancel();
+  Advance();
+}
+
+void ExecuteStreamReactor::OnDone() {
+  if (gate_ != nullptr) gate_->Exit();
+  delete this;
+}
+
+void ExecuteStreamReactor::Advance() {
+  bool start_write = false;
+  bool start_read = false;
+  bool finish = false;
+  grpc::Status finish_status;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (finished_) return;
+    if (!writing_ && !pending_writes_.empty() && !broken_) {
+      writing_message_ = std::move(pending_writes_.front());
+      pending_writes_.pop_front();
+      writing_ = true;
+      start_write = true;
+    }
+    if (!reading_ && !reads_done_ && !broken_ && unanswered_ < max_backlog_) {
+      reading_ = true;
+      start_read = true;
+    }
+    // Once the call is broken no read is started again, and unanswered items
+    // are dropped as their jobs call back. `unanswered_` also covers an item
+    // still being decoded, whose job may not be in `jobs_` yet.
+    const bool reads_over = reads_done_ || (broken_ && !reading_);
+    if (reads_over && !reading_ && !writing_ && unanswered_ == 0 && jobs_.empty()) {
+      finished_ = true;
+      finish = true;
+      finish_status = broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
+                              : grpc::Status::OK;
+    }
+  }
+  if (start_write) StartWrite(&writing_message_);
+  if (start_read) StartRead(&request_);
+  if (finish) Finish(finish_status);
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,148 @@
+// dmlserve: the gRPC operator server. Flags and wiring only; see
+// docs/api.md for the API and server_flags.cc for the flags.
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <utility>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "scheduler/scheduler.h"
+#include "server/device_factory.h"
+#include "server/drain_gate.h"
+#include "server/host_port.h"
+#include "server/metrics/metrics_http_server.h"
+#include "server/metrics/text_registry.h"
+#include "server/operator_service.h"
+#include "server/server_flags.h"
+#include "server/service_metrics.h"
+#include "server/tensor_registry.h"
+#include "server/termination_signal.h"
+
+namespace dmlserve {
+namespace {
+
+constexpr char kServiceName[] = "dmlserve.v1.OperatorService";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "dmlserve: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
+  // Oversized requests fail in gRPC itself with RESOURCE_EXHAUSTED, before
+  // any of their bytes are buffered for the service.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes));
+  // Detect dead peers on idle connections, and let clients keep connections
+  // alive with pings as often as every 10 s without being disconnected.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+}
+
+int Run(TerminationSignal& termination) {
+  absl::StatusOr<ServerConfig> config = ServerConfigFromFlags();
+  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<HostPort> listen = ParseHostPort(config->listen);
+  if (!listen.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--listen=", listen.status().message())));
+  }
+
+  std::unique_ptr<metrics::Registry> registry = metrics::CreateRegistry();
+  ServiceMetrics service_metrics(registry.get(), DMLSERVE_VERSION,
+                                 config->scheduler.max_batch_size);
+
+  DeviceFactoryOptions device_options;
+  device_options.cpu_devices = config->cpu_devices;
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+      CreateDevices(config->backend, device_options);
+  if (!devices.ok()) {
+    return Fail(absl::Status(
+        devices.status().code(),
+        absl::StrCat("--backend=", config->backend, ": no devices: ", devices.status().message())));
+  }
+  for (const auto& device : *devices) {
+    std::fprintf(stderr, "dmlserve: device %s (%s)\n", device->description().name.c_str(),
+                 device->description().description.c_str());
+  }
+  Scheduler scheduler(config->scheduler, *std::move(devices), &service_metrics);
+  TensorRegistry tensors(config->max_registered_tensor_bytes,
+                         [&scheduler](absl::string_view id) { scheduler.EvictTensor(id); });
+  service_metrics.ObserveDevices(&scheduler);
+  service_metrics.ObserveTensorRegistry(&tensors);
+
+  OperatorServiceOptions service_options;
+  service_options.version = DMLSERVE_VERSION;
+  service_options.max_request_bytes = config->max_request_bytes;
+  DrainGate gate;
+  OperatorService service(&scheduler, &tensors, &service_metrics, &gate, service_options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(config->listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(&service);
+  ConfigureGrpc(*config, builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || grpc_port == 0) {
+    return Fail(absl::UnavailableError(
+        absl::StrCat("--listen=", config->listen, ": cannot listen for gRPC there")));
+  }
+  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+
+  // Declared after everything its gauges read, so it stops serving first.
+  absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> metrics_server =
+      metrics::MetricsHttpServer::Start(config->metrics_listen, registry.get());
+  if (!metrics_server.ok()) {
+    server->Shutdown(std::chrono::system_clock::now());
+    scheduler.Shutdown();
+    return Fail(absl::Status(metrics_server.status().code(),
+                             absl::StrCat("--metrics_listen=", config->metrics_listen, ": ",
+                                          metrics_server.status().message())));
+  }
+
+  // Tests and scripts wait for exactly these two lines.
+  std::printf("dmlserve: serving gRPC on %s\n", FormatHostPort(listen->host, grpc_port).c_str());
+  std::printf("dmlserve: serving metrics on http://%s/metrics\n",
+              (*metrics_server)->address().c_str());
+  std::fflush(stdout);
+
+  const int signal = termination.Wait();
+  std::fprintf(stderr, "dmlserve: signal %d, draining\n", signal);
+  // New calls are refused from here on; those in flight get until the
+  // deadline to finish (their jobs still run). Then gRPC shuts down at once:
+  // it cancels whatever is left and closes the connections.
+  server->GetHealthCheckService()->SetServingStatus(false);
+  gate.BeginDrain();
+  if (!gate.WaitForIdle(absl::Now() + config->shutdown_timeout)) {
+    std::fprintf(stderr, "dmlserve: %d calls still open after --shutdown_timeout=%s; cancelling\n",
+                 gate.active(), absl::FormatDuration(config->shutdown_timeout).c_str());
+  }
+  server->Shutdown(std::chrono::system_clock::now());
+  server->Wait();
+  scheduler.Shutdown();
+  std::fprintf(stderr, "dmlserve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace dmlserve
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the blocked signals.
+  dmlserve::TerminationSignal termination;
+  absl::SetProgramUsageMessage("dmlserve: tensor operators with DirectML semantics over gRPC.");
+  absl::ParseCommandLine(argc, argv);
+  return dmlserve::Run(termination);
+}

@@ -1,0 +1,135 @@
+#include "server/operator_service.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "server/client_deadline.h"
+#include "server/execute_stream_reactor.h"
+#include "server/request_decoder.h"
+#include "server/server_info.h"
+#include "server/status_conversion.h"
+
+namespace dmlserve {
+namespace {
+
+grpc::Status ShuttingDown() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+}
+
+// One unary Execute. gRPC binds the reactor (and may call OnCancel) only after
+// the handler returns it, and calls OnDone only after that and Finish, so the
+// job completing early, even before the constructor returns, is safe.
+class ExecuteReactor final : public grpc::ServerUnaryReactor {
+ public:
+  ExecuteReactor(grpc::CallbackServerContext* context, const v1::ExecuteRequest* request,
+                 v1::ExecuteResponse* response, RequestExecutor* executor, DrainGate* gate)
+      : gate_(gate) {
+    if (!gate_->TryEnter()) {
+      gate_ = nullptr;
+      Finish(ShuttingDown());
+      return;
+    }
+    // gRPC owns the request for the whole call and does not read it after
+    // handing it over; moving the tensor payloads out of it instead of
+    // copying saves up to --max_request_bytes of copying per request.
+    auto* mutable_request = const_cast<v1::ExecuteRequest*>(request);
+    executor->Execute(
+        mutable_request, ClientDeadline(*context),
+        [this](std::shared_ptr<Job> job) { job_ = std::move(job); },
+        [this, response](absl::Status status, v1::ExecuteResponse result) {
+          if (status.ok()) *response = std::move(result);
+          Finish(ToGrpcStatus(status));
+        });
+  }
+
+  void OnCancel() override {
+    if (job_ != nullptr) job_->Cancel();
+  }
+  void OnDone() override {
+    if (gate_ != nullptr) gate_->Exit();
+    delete this;
+  }
+
+ private:
+  DrainGate* gate_;  // null when the call was not admitted
+  // Set before the job is submitted, read only by OnCancel (after binding).
+  std::shared_ptr<Job> job_;
+};
+
+}  // namespace
+
+OperatorService::OperatorService(Scheduler* scheduler, TensorRegistry* tensors,
+                                 ServiceMetrics* metrics, DrainGate* gate,
+                                 OperatorServiceOptions options)
+    : scheduler_(scheduler),
+      tensors_(tensors),
+      gate_(gate),
+      options_(std::move(options)),
+      executor_(scheduler, tensors, metrics, options_.max_request_bytes) {}
+
+grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* context,
+                                                   const v1::ExecuteRequest* request,
+                                                   v1::ExecuteResponse* response) {
+  return new ExecuteReactor(context, request, response, &executor_, gate_);
+}
+
+grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* OperatorService::ExecuteStream(
+    grpc::CallbackServerContext* context) {
+  return new ExecuteStreamReactor(context, &executor_, gate_, scheduler_->options().max_queue);
+}
+
+grpc::ServerUnaryReactor* OperatorService::RegisterTensor(grpc::CallbackServerContext* context,
+                                                          const v1::RegisterTensorRequest* request,
+                                                          v1::RegisterTensorResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (gate_->draining()) {
+    reactor->Finish(ShuttingDown());
+    return reactor;
+  }
+  // See ExecuteReactor on moving payloads out of the request.
+  v1::Tensor* proto = const_cast<v1::RegisterTensorRequest*>(request)->mutable_tensor();
+  const std::string requested_id = proto->tensor_id();
+  absl::StatusOr<Tensor> tensor = DecodeTensorData(proto, "tensor", options_.max_request_bytes);
+  if (!tensor.ok()) {
+    reactor->Finish(ToGrpcStatus(tensor.status()));
+    return reactor;
+  }
+  const uint64_t byte_size = tensor->byte_size();
+  absl::StatusOr<std::string> id = tensors_->Register(requested_id, *std::move(tensor));
+  if (!id.ok()) {
+    reactor->Finish(ToGrpcStatus(id.status()));
+    return reactor;
+  }
+  response->set_tensor_id(*std::move(id));
+  response->set_byte_size(byte_size);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* OperatorService::ReleaseTensor(grpc::CallbackServerContext* context,
+                                                         const v1::ReleaseTensorRequest* request,
+                                                         v1::ReleaseTensorResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (gate_->draining()) {
+    reactor->Finish(ShuttingDown());
+    return reactor;
+  }
+  reactor->Finish(ToGrpcStatus(tensors_->Release(request->tensor_id())));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* OperatorService::GetServerInfo(grpc::CallbackServerContext* context,
+                                                         const v1::GetServerInfoRequest* request,
+                                                         v1::GetServerInfoResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (gate_->draining()) {
+    reactor->Finish(ShuttingDown());
+    return reactor;
+  }
+  *response = BuildServerInfo(options_.version, options_.max_request_bytes, *scheduler_, *tensors_);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,58 @@
+#ifndef DMLSERVE_SERVER_OPERATOR_SERVICE_H_
+#define DMLSERVE_SERVER_OPERATOR_SERVICE_H_
+
+// dmlserve.v1.OperatorService on gRPC's callback API: handlers never block a
+// gRPC thread; Execute's reactor finishes from the scheduler's completion.
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <string>
+
+#include "dmlserve/v1/dmlserve.grpc.pb.h"
+#include "scheduler/scheduler.h"
+#include "server/drain_gate.h"
+#include "server/request_executor.h"
+#include "server/service_metrics.h"
+#include "server/tensor_registry.h"
+
+namespace dmlserve {
+
+struct OperatorServiceOptions {
+  std::string version;
+  uint64_t max_request_bytes = 64ull << 20;
+};
+
+class OperatorService final : public v1::OperatorService::CallbackService {
+ public:
+  // All must outlive the service; `metrics` may be null. Calls arriving once
+  // `gate` drains are answered UNAVAILABLE.
+  OperatorService(Scheduler* scheduler, TensorRegistry* tensors, ServiceMetrics* metrics,
+                  DrainGate* gate, OperatorServiceOptions options);
+
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
+                                    const v1::ExecuteRequest* request,
+                                    v1::ExecuteResponse* response) override;
+  grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ExecuteStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* RegisterTensor(grpc::CallbackServerContext* context,
+                                           const v1::RegisterTensorRequest* request,
+                                           v1::RegisterTensorResponse* response) override;
+  grpc::ServerUnaryReactor* ReleaseTensor(grpc::CallbackServerContext* context,
+                                          const v1::ReleaseTensorRequest* request,
+                                          v1::ReleaseTensorResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::GetServerInfoResponse* response) override;
+
+ private:
+  Scheduler* scheduler_;
+  TensorRegistry* tensors_;
+  DrainGate* gate_;
+  OperatorServiceOptions options_;
+  RequestExecutor executor_;
+};
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_OPERATOR_SERVICE_H_

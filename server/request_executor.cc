@@ -1,0 +1,59 @@
+#include "server/request_executor.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "server/request_decoder.h"
+#include "server/response_encoder.h"
+
+namespace dmlserve {
+
+RequestExecutor::RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors,
+                                 ServiceMetrics* metrics, uint64_t max_tensor_bytes)
+    : scheduler_(scheduler),
+      tensors_(tensors),
+      metrics_(metrics),
+      max_tensor_bytes_(max_tensor_bytes) {}
+
+void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
+                              absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit,
+                              Completion done) {
+  const absl::Time start = absl::Now();
+  const std::optional<OperatorKind> kind = RequestedOperator(*request);
+  if (metrics_ != nullptr) metrics_->RequestStarted(kind, request->ByteSizeLong());
+
+  v1::ExecuteResponse response;
+  response.set_request_id(request->request_id());
+  // Shared by both outcomes; the metrics see every answer exactly once.
+  auto finish = [metrics = metrics_, kind, start](absl::Status status, v1::ExecuteResponse response,
+                                                  Completion& done) {
+    if (metrics != nullptr) metrics->RequestFinished(kind, status.code(), absl::Now() - start);
+    done(std::move(status), std::move(response));
+  };
+
+  absl::StatusOr<Operation> operation = DecodeExecuteRequest(request, *tensors_, max_tensor_bytes_);
+  if (!operation.ok()) {
+    finish(operation.status(), std::move(response), done);
+    return;
+  }
+
+  auto job = std::make_shared<Job>();
+  job->operation = *std::move(operation);
+  job->deadline = deadline;
+  // The scheduler calls `done` only after a successful Submit, so `done` is
+  // owned by the job from here on, and taken back below if Submit fails.
+  auto completion = std::make_shared<Completion>(std::move(done));
+  job->done = [finish, completion, response](JobResult result) mutable {
+    absl::Status status = std::move(result.status);
+    if (status.ok()) EncodeJobOutput(std::move(result), &response);
+    finish(std::move(status), std::move(response), *completion);
+  };
+  on_admit(job);
+  if (absl::Status status = scheduler_->Submit(job); !status.ok()) {
+    job->done = nullptr;
+    finish(std::move(status), std::move(response), *completion);
+  }
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,49 @@
+#ifndef DMLSERVE_SERVER_REQUEST_EXECUTOR_H_
+#define DMLSERVE_SERVER_REQUEST_EXECUTOR_H_
+
+// One Execute request's path through the server, shared by the unary and the
+// streaming RPC: decode, submit to the scheduler, encode the result, and
+// record the request metrics.
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "dmlserve/v1/dmlserve.pb.h"
+#include "scheduler/job.h"
+#include "scheduler/scheduler.h"
+#include "server/service_metrics.h"
+#include "server/tensor_registry.h"
+
+namespace dmlserve {
+
+class RequestExecutor {
+ public:
+  // Called exactly once per request, from any thread, possibly before
+  // Execute() returns; must not block. `response` carries the request_id, and
+  // on success the output and execution info.
+  using Completion = absl::AnyInvocable<void(absl::Status status, v1::ExecuteResponse response)>;
+
+  // All must outlive the executor. `metrics` may be null.
+  RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors, ServiceMetrics* metrics,
+                  uint64_t max_tensor_bytes);
+
+  // Runs `request`, whose payloads are moved out. `deadline` comes from the
+  // client. `on_admit` receives the job before it is submitted, so the caller
+  // can cancel it later (it is not called when decoding fails).
+  void Execute(v1::ExecuteRequest* request, absl::Time deadline,
+               absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit, Completion done);
+
+ private:
+  Scheduler* scheduler_;
+  const TensorRegistry* tensors_;
+  ServiceMetrics* metrics_;
+  uint64_t max_tensor_bytes_;
+};
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_REQUEST_EXECUTOR_H_

@@ -1,0 +1,33 @@
+#include "server/response_encoder.h"
+
+#include <utility>
+
+#include "absl/time/time.h"
+
+namespace dmlserve {
+
+void EncodeTensor(Tensor tensor, v1::Tensor* proto) {
+  proto->set_data_type(static_cast<v1::DataType>(tensor.data_type));
+  proto->mutable_sizes()->Assign(tensor.sizes.begin(), tensor.sizes.end());
+  if (tensor.bytes == nullptr) {
+    proto->clear_data();
+  } else if (tensor.bytes.use_count() == 1) {
+    proto->set_data(std::move(*tensor.bytes));
+  } else {
+    proto->set_data(*tensor.bytes);
+  }
+}
+
+void EncodeExecutionInfo(const ExecutionInfo& info, v1::ExecutionInfo* proto) {
+  proto->set_device(info.device);
+  proto->set_batch_size(info.batch_size);
+  proto->set_queue_seconds(absl::ToDoubleSeconds(info.queue_duration));
+  proto->set_compute_seconds(absl::ToDoubleSeconds(info.compute_duration));
+}
+
+void EncodeJobOutput(JobResult result, v1::ExecuteResponse* response) {
+  EncodeTensor(std::move(result.output), response->mutable_output());
+  EncodeExecutionInfo(result.info, response->mutable_info());
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,87 @@
+#include "server/server_flags.h"
+
+#include <climits>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT for gRPC; port 0 picks a free port (printed at start-up).");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "HOST:PORT for the Prometheus /metrics endpoint; port 0 picks a free port.");
+ABSL_FLAG(std::string, backend, "cpu",
+          "cpu, d3d12 (every D3D12 adapter) or auto (D3D12 if usable, else CPU).");
+ABSL_FLAG(int, cpu_devices, 2, "Number of CPU devices (each runs batches on its own threads).");
+ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().max_batch_size,
+          "Most requests the scheduler puts in one batch.");
+ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_bytes,
+          "Most bytes (inputs and outputs) in one batch.");
+ABSL_FLAG(int64_t, max_queue_delay_us, 200,
+          "How long the oldest request of a batch may wait for more to join it, in microseconds.");
+ABSL_FLAG(int, max_queue, dmlserve::SchedulerOptions().max_queue,
+          "Requests admitted and not yet started; beyond it requests fail with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, max_request_bytes, 64ull << 20,
+          "Largest request message accepted (also gRPC's receive limit); larger ones fail with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, max_registered_tensor_bytes, 1ull << 30,
+          "Total bytes of registered tensors; RegisterTensor beyond it fails with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(30),
+          "On SIGTERM/SIGINT, how long in-flight calls get to finish before they are cancelled.");
+
+namespace dmlserve {
+namespace {
+
+template <typename T>
+absl::Status FlagError(absl::string_view flag, const T& value, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": ", rule));
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
+  ServerConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.backend = absl::GetFlag(FLAGS_backend);
+  config.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  config.scheduler.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
+  config.scheduler.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
+  const int64_t delay_us = absl::GetFlag(FLAGS_max_queue_delay_us);
+  config.scheduler.max_queue_delay = absl::Microseconds(delay_us);
+  config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
+  config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
+  config.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
+
+  if (config.cpu_devices < 1) {
+    return FlagError("cpu_devices", config.cpu_devices, "must be at least 1");
+  }
+  if (config.scheduler.max_batch_size < 1) {
+    return FlagError("max_batch_size", config.scheduler.max_batch_size, "must be at least 1");
+  }
+  if (config.scheduler.max_batch_bytes < 1) {
+    return FlagError("max_batch_bytes", config.scheduler.max_batch_bytes, "must be at least 1");
+  }
+  // ServerLimits reports the delay as uint32 microseconds.
+  if (delay_us < 0 || delay_us > UINT32_MAX) {
+    return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
+  }
+  if (config.scheduler.max_queue < 1) {
+    return FlagError("max_queue", config.scheduler.max_queue, "must be at least 1");
+  }
+  // gRPC's message size limit is an int.
+  if (config.max_request_bytes < 1 || config.max_request_bytes > INT_MAX) {
+    return FlagError("max_request_bytes", config.max_request_bytes,
+                     absl::StrCat("must be from 1 to ", INT_MAX));
+  }
+  if (config.shutdown_timeout < absl::ZeroDuration()) {
+    return FlagError("shutdown_timeout", absl::FormatDuration(config.shutdown_timeout),
+                     "must not be negative");
+  }
+  return config;
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,31 @@
+#ifndef DMLSERVE_SERVER_SERVER_FLAGS_H_
+#define DMLSERVE_SERVER_SERVER_FLAGS_H_
+
+// dmlserve's command-line flags, read into one validated configuration.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/scheduler.h"
+
+namespace dmlserve {
+
+struct ServerConfig {
+  std::string listen;          // gRPC, HOST:PORT
+  std::string metrics_listen;  // /metrics, HOST:PORT
+  std::string backend;         // cpu, d3d12, auto
+  int cpu_devices = 2;
+  SchedulerOptions scheduler;
+  uint64_t max_request_bytes = 0;
+  uint64_t max_registered_tensor_bytes = 0;
+  absl::Duration shutdown_timeout;
+};
+
+// Call after absl::ParseCommandLine. INVALID_ARGUMENT names the bad flag.
+absl::StatusOr<ServerConfig> ServerConfigFromFlags();
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_SERVER_FLAGS_H_

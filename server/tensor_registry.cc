@@ -1,0 +1,101 @@
+#include "server/tensor_registry.h"
+
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace dmlserve {
+namespace {
+
+absl::Status ValidateId(absl::string_view id) {
+  if (id.size() > TensorRegistry::kMaxIdLength) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor_id: ", id.size(),
+                                                   " characters, at most ",
+                                                   TensorRegistry::kMaxIdLength, " allowed"));
+  }
+  for (char c : id) {
+    if (!absl::ascii_isgraph(static_cast<unsigned char>(c))) {
+      return absl::InvalidArgumentError(
+          "tensor_id: only printable ASCII characters without spaces are allowed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+TensorRegistry::TensorRegistry(uint64_t max_total_bytes,
+                               absl::AnyInvocable<void(absl::string_view)> evict)
+    : max_total_bytes_(max_total_bytes), evict_(std::move(evict)) {}
+
+absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tensor tensor) {
+  if (absl::Status status = ValidateId(id); !status.ok()) return status;
+  const uint64_t bytes = tensor.byte_size();
+  absl::MutexLock lock(&mutex_);
+  std::string key = id.empty() ? GenerateId() : std::string(id);
+  if (tensors_.contains(key)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("tensor_id: tensor \"", key, "\" is already registered; release it first"));
+  }
+  if (bytes > max_total_bytes_ || total_bytes_ > max_total_bytes_ - bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor: registering ", bytes, " bytes would exceed --max_registered_tensor_bytes=",
+        max_total_bytes_, " (", total_bytes_, " bytes registered)"));
+  }
+  tensor.registered_id = absl::StrCat(key, "#", ++generation_);
+  total_bytes_ += bytes;
+  tensors_.emplace(key, std::move(tensor));
+  return key;
+}
+
+absl::Status TensorRegistry::Release(absl::string_view id) {
+  std::string registered_id;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = tensors_.find(id);
+    if (it == tensors_.end()) {
+      return absl::NotFoundError(absl::StrCat("tensor_id: unknown tensor \"", id, "\""));
+    }
+    total_bytes_ -= it->second.byte_size();
+    registered_id = std::move(it->second.registered_id);
+    // Jobs holding a copy of the Tensor keep the bytes alive.
+    tensors_.erase(it);
+  }
+  if (evict_) evict_(registered_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> TensorRegistry::Find(absl::string_view id) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = tensors_.find(id);
+  if (it == tensors_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown tensor \"", id, "\""));
+  }
+  return it->second;
+}
+
+uint64_t TensorRegistry::total_bytes() const {
+  absl::MutexLock lock(&mutex_);
+  return total_bytes_;
+}
+
+size_t TensorRegistry::size() const {
+  absl::MutexLock lock(&mutex_);
+  return tensors_.size();
+}
+
+std::string TensorRegistry::GenerateId() {
+  // Random rather than sequential so ids from a restarted server are unlikely
+  // to match ids a client still holds from before.
+  absl::BitGen bitgen;
+  std::string id;
+  do {
+    id = absl::StrFormat("tensor-%016x", absl::Uniform<uint64_t>(bitgen));
+  } while (tensors_.contains(id));
+  return id;
+}
+
+}  // namespace dmlserve

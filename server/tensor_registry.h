@@ -1,0 +1,70 @@
+#ifndef DMLSERVE_SERVER_TENSOR_REGISTRY_H_
+#define DMLSERVE_SERVER_TENSOR_REGISTRY_H_
+
+// Tensors kept on the server (RegisterTensor) so requests can refer to them by
+// id instead of sending the bytes each time: typically matmul weights.
+//
+// Lookups hand out copies of the Tensor, which share its bytes; a job that is
+// queued or running when its tensor is released keeps the bytes alive until it
+// finishes. Each registration gets its own Tensor::registered_id (the public id
+// plus a generation), so a device never mistakes a resident copy of a released
+// tensor for a new registration that reuses the public id.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/core/tensor.h"
+
+namespace dmlserve {
+
+class TensorRegistry {
+ public:
+  // Longest accepted public id.
+  static constexpr size_t kMaxIdLength = 256;
+
+  // `max_total_bytes` caps the bytes of all registered tensors together.
+  // `evict` is called with a released tensor's registered_id (outside the
+  // registry's lock) so devices can drop resident copies.
+  TensorRegistry(uint64_t max_total_bytes, absl::AnyInvocable<void(absl::string_view)> evict);
+
+  TensorRegistry(const TensorRegistry&) = delete;
+  TensorRegistry& operator=(const TensorRegistry&) = delete;
+
+  // Keeps a validated tensor under `id`, or under a generated id when `id` is
+  // empty; returns the id. ALREADY_EXISTS when `id` is taken,
+  // RESOURCE_EXHAUSTED when the cap would be exceeded, INVALID_ARGUMENT for a
+  // malformed id.
+  absl::StatusOr<std::string> Register(absl::string_view id, Tensor tensor);
+
+  // NOT_FOUND when `id` is not registered.
+  absl::Status Release(absl::string_view id);
+
+  // NOT_FOUND when `id` is not registered.
+  absl::StatusOr<Tensor> Find(absl::string_view id) const;
+
+  uint64_t total_bytes() const;
+  uint64_t max_total_bytes() const { return max_total_bytes_; }
+  size_t size() const;
+
+ private:
+  std::string GenerateId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const uint64_t max_total_bytes_;
+  absl::AnyInvocable<void(absl::string_view)> evict_;
+
+  mutable absl::Mutex mutex_;
+  absl::flat_hash_map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mutex_);
+  uint64_t total_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_TENSOR_REGISTRY_H_

@@ -1,0 +1,418 @@
+// The D3D12 runtime (devices, queues, memory, plan execution, faults) on
+// real vkd3d + lavapipe, driven by the test kernels.
+
+#include "kernels/d3d12/device_runtime.h"
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/d3d12/adapter_enumeration.h"
+#include "kernels/d3d12/fault_injection.h"
+#include "tests/d3d12/runtime_test_util.h"
+#include "tests/d3d12/test_kernels.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+using ::dmlserve::d3d12::testing::AccumulateDispatch;
+using ::dmlserve::d3d12::testing::AddDispatch;
+using ::dmlserve::d3d12::testing::DeviceBuffer;
+using ::dmlserve::d3d12::testing::RandomWords;
+using ::dmlserve::d3d12::testing::ResidentBuffer;
+using ::dmlserve::d3d12::testing::SoftwareAdapter;
+using ::dmlserve::d3d12::testing::TestKernelLibrary;
+using ::dmlserve::d3d12::testing::UploadBuffer;
+using ::dmlserve::d3d12::testing::Words;
+using ::testing::HasSubstr;
+
+std::vector<uint32_t> AddReference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                                   uint32_t bias) {
+  std::vector<uint32_t> sum(a.size());
+  for (size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i] + bias;
+  return sum;
+}
+
+// out = a + b + bias, the smallest useful plan.
+DispatchPlan AddPlan(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                     uint32_t bias) {
+  DispatchPlan plan;
+  plan.buffers = {UploadBuffer(a), UploadBuffer(b), DeviceBuffer(BufferKind::kOutput, a.size())};
+  plan.dispatches = {AddDispatch(0, 1, 2, static_cast<uint32_t>(a.size()), bias)};
+  return plan;
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<AdapterInfo> adapter = SoftwareAdapter();
+    ASSERT_TRUE(adapter.ok()) << adapter.status();
+    absl::StatusOr<ComPtr<ID3D12Device>> device = CreateAdapterDevice(adapter->index);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = new ComPtr<ID3D12Device>(std::move(*device));
+  }
+  static void TearDownTestSuite() {
+    delete device_;
+    device_ = nullptr;
+  }
+
+  std::unique_ptr<DeviceRuntime> MakeRuntime(RuntimeOptions options = {}) {
+    EXPECT_NE(device_, nullptr);
+    if (device_ == nullptr) return nullptr;
+    absl::StatusOr<std::unique_ptr<DeviceRuntime>> runtime =
+        DeviceRuntime::Create(*device_, TestKernelLibrary(), options);
+    EXPECT_TRUE(runtime.ok()) << runtime.status();
+    return runtime.ok() ? std::move(*runtime) : nullptr;
+  }
+
+  static ComPtr<ID3D12Device>* device_;
+};
+
+ComPtr<ID3D12Device>* RuntimeTest::device_ = nullptr;
+
+TEST(AdapterEnumerationTest, FindsLavapipeAsSoftware) {
+  absl::StatusOr<std::vector<AdapterInfo>> adapters = EnumerateAdapters();
+  ASSERT_TRUE(adapters.ok()) << adapters.status();
+  ASSERT_FALSE(adapters->empty()) << "no Vulkan device: is mesa-vulkan-drivers installed?";
+  bool found_lavapipe = false;
+  for (size_t i = 0; i < adapters->size(); ++i) {
+    const AdapterInfo& adapter = (*adapters)[i];
+    EXPECT_EQ(adapter.index, static_cast<int>(i));
+    EXPECT_FALSE(adapter.name.empty());
+    if (adapter.name.find("llvmpipe") != std::string::npos) {
+      found_lavapipe = true;
+      EXPECT_TRUE(adapter.software) << adapter.name << " is lavapipe, a CPU device";
+    }
+  }
+  EXPECT_TRUE(found_lavapipe) << "lavapipe (llvmpipe) not among the adapters";
+}
+
+TEST(AdapterEnumerationTest, RejectsUnknownAdapterIndex) {
+  absl::StatusOr<std::vector<AdapterInfo>> adapters = EnumerateAdapters();
+  ASSERT_TRUE(adapters.ok()) << adapters.status();
+  EXPECT_TRUE(absl::IsNotFound(CreateAdapterDevice(static_cast<int>(adapters->size())).status()));
+  EXPECT_TRUE(absl::IsNotFound(CreateAdapterDevice(-1).status()));
+}
+
+TEST_F(RuntimeTest, RunsTrivialKernel) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  std::vector<uint32_t> a = RandomWords(1000, 1), b = RandomWords(1000, 2);
+  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 7));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 3u);
+  EXPECT_TRUE((*outputs)[0].empty());
+  EXPECT_TRUE((*outputs)[1].empty());
+  EXPECT_EQ(Words((*outputs)[2]), AddReference(a, b, 7));
+  EXPECT_TRUE(runtime->health().ok());
+}
+
+TEST_F(RuntimeTest, BindsOffsetsIntoBuffersAndHostBytes) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  // One host string holds both inputs; one device buffer receives the sum
+  // at an offset.
+  std::vector<uint32_t> both = RandomWords(300, 3);
+  DispatchPlan plan;
+  BufferSpec a = UploadBuffer(both);
+  a.size_bytes = 100 * 4;
+  a.host_offset = 0;
+  BufferSpec b = UploadBuffer(both);
+  b.size_bytes = 200 * 4;
+  b.host_offset = 100 * 4;
+  plan.buffers = {a, b, DeviceBuffer(BufferKind::kOutput, 150)};
+  Dispatch add = AddDispatch(0, 1, 2, 100, 0);
+  add.srvs[1].offset_bytes = 50 * 4;  // b's elements 50..149 = both[150..249]
+  add.uavs[0].offset_bytes = 50 * 4;
+  plan.dispatches = {add};
+  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  std::vector<uint32_t> out = Words((*outputs)[2]);
+  ASSERT_EQ(out.size(), 150u);
+  for (size_t i = 0; i < 100; ++i) {
+    ASSERT_EQ(out[50 + i], both[i] + both[150 + i]) << i;
+  }
+}
+
+TEST_F(RuntimeTest, OrdersDependentDispatchesWithBarriersAndTransitions) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 4096;
+  std::vector<uint32_t> x = RandomWords(n, 4), y = RandomWords(n, 5);
+  DispatchPlan plan;
+  // 0: x, 1: y, 2: zeroed accumulator, 3: output
+  plan.buffers = {UploadBuffer(x), UploadBuffer(y), DeviceBuffer(BufferKind::kZeroed, n),
+                  DeviceBuffer(BufferKind::kOutput, n)};
+  // acc = 0 + x + y + x (read-modify-write of one UAV: barriers needed),
+  // then out = acc + y + 1 (acc read as an SRV: a state transition).
+  for (BufferId in : {0u, 1u, 0u}) {
+    Dispatch accumulate = AccumulateDispatch(in, 2, n);
+    accumulate.barrier_after = true;
+    plan.dispatches.push_back(accumulate);
+  }
+  plan.dispatches.push_back(AddDispatch(2, 1, 3, n, 1));
+  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  std::vector<uint32_t> out = Words((*outputs)[3]);
+  ASSERT_EQ(out.size(), n);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] * 2 + y[i] * 2 + 1) << i;
+}
+
+TEST_F(RuntimeTest, ZeroedBuffersAreZeroEvenWhenThePoolReusesThem) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 512;
+  std::vector<uint32_t> x = RandomWords(n, 6);
+  for (int round = 0; round < 3; ++round) {
+    DispatchPlan plan;
+    plan.buffers = {UploadBuffer(x), DeviceBuffer(BufferKind::kZeroed, n),
+                    DeviceBuffer(BufferKind::kOutput, n)};
+    Dispatch accumulate = AccumulateDispatch(0, 1, n);
+    accumulate.barrier_after = true;
+    plan.dispatches = {accumulate, AddDispatch(1, 0, 2, n, 0)};
+    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    std::vector<uint32_t> out = Words((*outputs)[2]);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] * 2) << "round " << round << " " << i;
+  }
+}
+
+TEST_F(RuntimeTest, SteadyStateCreatesNoResources) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  auto run = [&](size_t n, uint32_t seed) {
+    std::vector<uint32_t> a = RandomWords(n, seed), b = RandomWords(n, seed + 1);
+    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, seed));
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    ASSERT_EQ(Words((*outputs)[2]), AddReference(a, b, seed));
+  };
+  // Warm-up: the shapes the "service" sees.
+  for (size_t n : {1000, 20000, 3000}) run(n, 10);
+  const RuntimeStats warm = runtime->stats();
+  EXPECT_GT(warm.buffers_created, 0u);
+  EXPECT_EQ(warm.pipelines, 1u);
+  // The same shapes (and sizes in the same size classes) again: nothing new.
+  for (int round = 0; round < 5; ++round) {
+    for (size_t n : {1000, 20000, 3000, 990, 19500}) run(n, 20 + round);
+  }
+  const RuntimeStats steady = runtime->stats();
+  EXPECT_EQ(steady.buffers_created, warm.buffers_created);
+  EXPECT_EQ(steady.pipelines, 1u);
+  EXPECT_EQ(steady.submissions, warm.submissions + 25);
+  EXPECT_EQ(steady.memory_bytes, warm.memory_bytes);
+}
+
+TEST_F(RuntimeTest, StagingRingsGrowForLargeBatches) {
+  RuntimeOptions options;
+  options.staging_initial_bytes = 64 << 10;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  const uint64_t before = runtime->memory_bytes();
+  const size_t n = 1 << 20;  // 4 MiB per buffer, far past the rings' 64 KiB
+  std::vector<uint32_t> a = RandomWords(n, 7), b = RandomWords(n, 8);
+  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 3));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ(Words((*outputs)[2]), AddReference(a, b, 3));
+  // Three 4 MiB pooled buffers and rings of at least 8 + 4 MiB.
+  EXPECT_GE(runtime->memory_bytes(), before + 3 * (4u << 20) + (12u << 20));
+}
+
+TEST_F(RuntimeTest, ConcurrentBatchesShareTheRingsAndStayCorrect) {
+  RuntimeOptions options;
+  options.inflight_batches = 3;
+  options.staging_initial_bytes = 256 << 10;  // small: batches wait for each other's space
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  EXPECT_EQ(runtime->max_inflight_batches(), 3);
+  constexpr int kThreads = 3;
+  constexpr int kBatchesPerThread = 12;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kBatchesPerThread; ++i) {
+        size_t n = 1000 + 7000 * ((t + i) % 4);
+        uint32_t seed = static_cast<uint32_t>(100 * t + i);
+        std::vector<uint32_t> a = RandomWords(n, seed), b = RandomWords(n, seed + 50);
+        absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, seed));
+        if (!outputs.ok()) {
+          failures[t] = std::string(outputs.status().message());
+          return;
+        }
+        if (Words((*outputs)[2]) != AddReference(a, b, seed)) {
+          failures[t] = "wrong result in batch " + std::to_string(i);
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  EXPECT_EQ(runtime->stats().submissions, uint64_t{kThreads * kBatchesPerThread});
+}
+
+TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 2048;
+  std::vector<uint32_t> weights = RandomWords(n, 9);
+  // A second batch offers different bytes under the same key: if it
+  // re-uploaded, the result would show it.
+  std::vector<uint32_t> impostor = RandomWords(n, 10);
+  auto plan_with = [&](const std::vector<uint32_t>& resident, const std::vector<uint32_t>& x) {
+    DispatchPlan plan;
+    plan.buffers = {ResidentBuffer("w1/test-form", resident), UploadBuffer(x),
+                    DeviceBuffer(BufferKind::kOutput, n)};
+    plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
+    return plan;
+  };
+  EXPECT_FALSE(runtime->IsResident("w1"));
+  std::vector<uint32_t> x1 = RandomWords(n, 11), x2 = RandomWords(n, 12);
+  absl::StatusOr<std::vector<std::string>> first = runtime->Run(plan_with(weights, x1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(Words((*first)[2]), AddReference(weights, x1, 0));
+  EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+  EXPECT_TRUE(runtime->IsResident("w1"));
+  EXPECT_FALSE(runtime->IsResident("w"));
+  EXPECT_FALSE(runtime->IsResident("w1/test"));
+  const uint64_t created = runtime->stats().buffers_created;
+
+  absl::StatusOr<std::vector<std::string>> second = runtime->Run(plan_with(impostor, x2));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(Words((*second)[2]), AddReference(weights, x2, 0));
+  EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+  EXPECT_EQ(runtime->stats().buffers_created, created);
+
+  // Released: the next batch uploads what it brings.
+  runtime->Evict("w1");
+  EXPECT_FALSE(runtime->IsResident("w1"));
+  absl::StatusOr<std::vector<std::string>> third = runtime->Run(plan_with(impostor, x2));
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(Words((*third)[2]), AddReference(impostor, x2, 0));
+  EXPECT_EQ(runtime->stats().resident_uploads, 2u);
+}
+
+TEST_F(RuntimeTest, ConcurrentBatchesNeedingOneResidentTensorUploadItOnce) {
+  RuntimeOptions options;
+  options.inflight_batches = 4;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 1 << 16;
+  std::vector<uint32_t> weights = RandomWords(n, 13);
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint32_t> x = RandomWords(n, 20 + t);
+      DispatchPlan plan;
+      plan.buffers = {ResidentBuffer("shared", weights), UploadBuffer(x),
+                      DeviceBuffer(BufferKind::kOutput, n)};
+      plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
+      absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+      if (!outputs.ok()) {
+        failures[t] = std::string(outputs.status().message());
+      } else if (Words((*outputs)[2]) != AddReference(weights, x, 0)) {
+        failures[t] = "wrong result";
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+}
+
+TEST_F(RuntimeTest, FaultInjectionRemovesTheDeviceAfterNBatches) {
+  RuntimeOptions options;
+  options.fail_after_batches = 2;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  std::vector<uint32_t> a = RandomWords(100, 14), b = RandomWords(100, 15);
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 0));
+    ASSERT_TRUE(outputs.ok()) << "batch " << i << ": " << outputs.status();
+  }
+  absl::StatusOr<std::vector<std::string>> failed = runtime->Run(AddPlan(a, b, 0));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
+  EXPECT_THAT(failed.status().message(), HasSubstr("DXGI_ERROR_DEVICE_REMOVED"));
+  EXPECT_FALSE(runtime->health().ok());
+  // Removed for good.
+  absl::StatusOr<std::vector<std::string>> later = runtime->Run(AddPlan(a, b, 0));
+  EXPECT_TRUE(absl::IsUnavailable(later.status())) << later.status();
+  EXPECT_EQ(runtime->stats().submissions, 2u);
+}
+
+TEST_F(RuntimeTest, FaultInjectionFromTheEnvironment) {
+  ASSERT_EQ(setenv(kFailAfterBatchesEnv, "0", 1), 0);
+  auto runtime = MakeRuntime();
+  unsetenv(kFailAfterBatchesEnv);
+  ASSERT_NE(runtime, nullptr);
+  std::vector<uint32_t> a = RandomWords(100, 16);
+  absl::StatusOr<std::vector<std::string>> failed = runtime->Run(AddPlan(a, a, 0));
+  EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
+  // Other devices are unaffected.
+  auto healthy = MakeRuntime();
+  ASSERT_NE(healthy, nullptr);
+  EXPECT_TRUE(healthy->Run(AddPlan(a, a, 0)).ok());
+}
+
+TEST_F(RuntimeTest, BadPlansFailTheBatchNotTheDevice) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  std::vector<uint32_t> a = RandomWords(64, 17);
+
+  DispatchPlan unaligned = AddPlan(a, a, 0);
+  unaligned.buffers[0].size_bytes = 10;
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(unaligned).status()));
+
+  DispatchPlan out_of_range = AddPlan(a, a, 0);
+  out_of_range.dispatches[0].srvs[2].buffer = 7;
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(out_of_range).status()));
+
+  DispatchPlan read_and_write = AddPlan(a, a, 0);
+  read_and_write.dispatches[0].uavs[0].buffer = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(read_and_write).status()));
+
+  DispatchPlan short_host = AddPlan(a, a, 0);
+  short_host.buffers[1].host_offset = 8;
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(short_host).status()));
+
+  DispatchPlan too_many_groups = AddPlan(a, a, 0);
+  too_many_groups.dispatches[0].groups_x = 70000;
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(too_many_groups).status()));
+
+  DispatchPlan unknown_kernel = AddPlan(a, a, 0);
+  unknown_kernel.dispatches[0].kernel = "test/no-such-kernel";
+  absl::Status status = runtime->Run(unknown_kernel).status();
+  EXPECT_TRUE(absl::IsInternal(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("test/no-such-kernel"));
+
+  EXPECT_TRUE(runtime->health().ok());
+  absl::StatusOr<std::vector<std::string>> good = runtime->Run(AddPlan(a, a, 0));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(Words((*good)[2]), AddReference(a, a, 0));
+}
+
+TEST_F(RuntimeTest, LogicalDevicesOnOneAdapterRunSideBySide) {
+  auto first = MakeRuntime();
+  auto second = MakeRuntime();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  std::vector<uint32_t> a = RandomWords(5000, 18), b = RandomWords(5000, 19);
+  absl::StatusOr<std::vector<std::string>> one, two;
+  std::thread other([&] { two = second->Run(AddPlan(a, b, 2)); });
+  one = first->Run(AddPlan(a, b, 1));
+  other.join();
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(Words((*one)[2]), AddReference(a, b, 1));
+  EXPECT_EQ(Words((*two)[2]), AddReference(a, b, 2));
+  EXPECT_EQ(first->stats().submissions, 1u);
+  EXPECT_EQ(second->stats().submissions, 1u);
+}
+
+}  // namespace
+}  // namespace dmlserve::d3d12

@@ -1,0 +1,199 @@
+// The scan kernels, run for real (D3D12 runtime on vkd3d + lavapipe) and
+// compared with the reference under the spec's rules, for every data type,
+// every strategy of the planner (serial, one group per line, reduce-then-scan)
+// and batches of several jobs.
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/core/operation.h"
+#include "kernels/d3d12/shaders/batch_planner.h"
+#include "tests/dxbc/kernel_test_runtime.h"
+#include "tests/reference/conformance.h"
+#include "tests/reference/random_operations.h"
+#include "tests/reference/reference.h"
+
+namespace dmlserve::d3d12 {
+namespace {
+
+using ::dmlserve::d3d12::testing::KernelTestRuntime;
+
+struct Strategy {
+  const char* name;
+  PlannerOptions options;
+};
+
+// Options that force each strategy whatever the axis length; the tile shape
+// is the small one so that short test axes span many tiles.
+std::vector<Strategy> Strategies() {
+  std::vector<Strategy> s(4);
+  s[0].name = "default";
+  s[1].name = "serial";
+  s[1].options.scan.serial_max_axis = std::numeric_limits<uint32_t>::max();
+  s[2].name = "line";
+  s[2].options.scan.serial_max_axis = 0;
+  s[2].options.scan.line_max_tiles = std::numeric_limits<uint32_t>::max();
+  s[2].options.scan.tile_shape = 0;
+  s[3].name = "reduce-then-scan";
+  s[3].options.scan.serial_max_axis = 0;
+  s[3].options.scan.line_max_tiles = 0;
+  s[3].options.scan.line_min_lines = std::numeric_limits<uint64_t>::max();
+  s[3].options.scan.tile_shape = 0;
+  return s;
+}
+
+struct ScanKind {
+  OperatorKind kind;
+  DataType type;
+};
+
+std::vector<ScanKind> AllScanKinds() {
+  std::vector<ScanKind> kinds;
+  for (OperatorKind kind : {OperatorKind::kCumulativeSummation, OperatorKind::kCumulativeProduct}) {
+    for (DataType type : SupportedDataTypes(kind)) kinds.push_back({kind, type});
+  }
+  return kinds;
+}
+
+KernelTestRuntime* Runtime() {
+  absl::StatusOr<KernelTestRuntime*> runtime = KernelTestRuntime::Get();
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  return runtime.ok() ? *runtime : nullptr;
+}
+
+// Runs the operations as one batch and checks every output.
+void RunAndCheck(const std::vector<Operation>& operations, const Strategy& strategy) {
+  KernelTestRuntime* runtime = Runtime();
+  ASSERT_NE(runtime, nullptr);
+  std::vector<WorkItem> items(operations.size());
+  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+  const absl::Status run = runtime->Run(absl::MakeSpan(items), strategy.options);
+  ASSERT_TRUE(run.ok()) << strategy.name << ": " << run;
+  for (size_t i = 0; i < operations.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << items[i].status;
+    absl::Status check = reference::CheckOutput(operations[i], items[i].output);
+    EXPECT_TRUE(check.ok()) << strategy.name << ": " << reference::Describe(operations[i]) << ": "
+                            << check;
+  }
+}
+
+TEST(ScanKernelTest, ConformanceExamplesAreExact) {
+  absl::StatusOr<std::vector<reference::ConformanceCase>> cases =
+      reference::LoadConformanceCases();
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  KernelTestRuntime* runtime = Runtime();
+  ASSERT_NE(runtime, nullptr);
+  int scans = 0;
+  for (const Strategy& strategy : Strategies()) {
+    for (const reference::ConformanceCase& c : *cases) {
+      if (!std::holds_alternative<ScanOperation>(c.operation)) continue;
+      ++scans;
+      WorkItem item;
+      item.operation = &c.operation;
+      const absl::Status run = runtime->Run(absl::MakeSpan(&item, 1), strategy.options);
+      ASSERT_TRUE(run.ok()) << strategy.name << ": " << run;
+      ASSERT_TRUE(item.status.ok()) << item.status;
+      absl::Status exact = reference::CheckExact(c.expected, item.output);
+      EXPECT_TRUE(exact.ok()) << strategy.name << " " << c.file << "/" << c.name << ": " << exact;
+    }
+  }
+  EXPECT_GT(scans, 0);
+}
+
+TEST(ScanKernelTest, RandomScansOfEveryTypeAndStrategy) {
+  reference::RandomOperationGenerator generator(20240611);
+  generator.set_max_elements(3000);
+  std::vector<Operation> operations;
+  for (const ScanKind& k : AllScanKinds()) {
+    for (int i = 0; i < 6; ++i) operations.push_back(generator.NextScan(k.kind, k.type));
+  }
+  for (const Strategy& strategy : Strategies()) RunAndCheck(operations, strategy);
+}
+
+// Lines long enough for many tiles of the production tile shape, in both
+// directions, inclusive and exclusive: the default plan is reduce-then-scan.
+TEST(ScanKernelTest, LongLinesUseReduceThenScan) {
+  reference::RandomOperationGenerator generator(7);
+  std::vector<Operation> operations;
+  const Shape shapes[] = {{3, 20011}, {70001}, {2, 9000, 2}};
+  for (const ScanKind& k : AllScanKinds()) {
+    for (const Shape& shape : shapes) {
+      const uint32_t axis = shape.size() == 3 ? 1 : static_cast<uint32_t>(shape.size() - 1);
+      for (int variant = 0; variant < 2; ++variant) {
+        Tensor input = generator.RandomTensor(k.kind, k.type, shape);
+        absl::StatusOr<ScanOperation> op = MakeScanOperation(
+            k.kind, std::move(input), axis,
+            variant ? AxisDirection::kDecreasing : AxisDirection::kIncreasing, variant == 1);
+        ASSERT_TRUE(op.ok()) << op.status();
+        operations.push_back(*std::move(op));
+      }
+    }
+  }
+  RunAndCheck(operations, Strategies()[0]);
+}
+
+// 64-bit sums whose low words carry on (almost) every addition.
+TEST(ScanKernelTest, Int64SumsCarryIntoTheHighWord) {
+  for (DataType type : {DataType::kInt64, DataType::kUint64}) {
+    Tensor input = Tensor::Allocate(type, {5000});
+    uint64_t* values = input.mutable_data_as<uint64_t>();
+    for (int i = 0; i < 5000; ++i) {
+      values[i] = (i % 3 == 0) ? 0xffffffffull : (i % 3 == 1 ? 0x80000001ull : ~uint64_t{0});
+    }
+    absl::StatusOr<ScanOperation> op = MakeScanOperation(
+        OperatorKind::kCumulativeSummation, input, 0, AxisDirection::kIncreasing, false);
+    ASSERT_TRUE(op.ok());
+    for (const Strategy& strategy : Strategies()) RunAndCheck({*op}, strategy);
+  }
+}
+
+// Odd element counts of 16-bit types: the last dword is half padding, and
+// neighbouring lines share dwords.
+TEST(ScanKernelTest, SixteenBitOddSizesAndSharedDwords) {
+  reference::RandomOperationGenerator generator(99);
+  std::vector<Operation> operations;
+  const Shape shapes[] = {{1}, {3}, {5, 3}, {7, 33, 3}, {1, 1001}};
+  for (DataType type : {DataType::kFloat16, DataType::kUint16}) {
+    const OperatorKind kind = type == DataType::kUint16 ? OperatorKind::kCumulativeProduct
+                                                        : OperatorKind::kCumulativeSummation;
+    for (const Shape& shape : shapes) {
+      for (uint32_t axis = 0; axis < shape.size(); ++axis) {
+        absl::StatusOr<ScanOperation> op =
+            MakeScanOperation(kind, generator.RandomTensor(kind, type, shape), axis,
+                              AxisDirection::kDecreasing, axis % 2 == 0);
+        ASSERT_TRUE(op.ok());
+        operations.push_back(*std::move(op));
+      }
+    }
+  }
+  for (const Strategy& strategy : Strategies()) RunAndCheck(operations, strategy);
+}
+
+TEST(ScanPlannerTest, OneStagePerPassAndBarriersBetweenStages) {
+  Tensor input = Tensor::Allocate(DataType::kFloat16, {2, 5000});
+  absl::StatusOr<ScanOperation> op = MakeScanOperation(
+      OperatorKind::kCumulativeSummation, input, 1, AxisDirection::kIncreasing, false);
+  ASSERT_TRUE(op.ok());
+  std::vector<Operation> operations = {*op, *op};
+  std::vector<WorkItem> items(2);
+  items[0].operation = &operations[0];
+  items[1].operation = &operations[1];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items), Strategies()[3].options);
+  ASSERT_TRUE(plan.ok());
+  // reduce, scan of partials, tile, pack16: four stages of two jobs.
+  ASSERT_EQ(plan->dispatches.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(plan->dispatches[i].barrier_after, i % 2 == 1 && i != 7) << i;
+  }
+  EXPECT_EQ(plan->dispatches[0].kernel, "scan.reduce/sum/f16/inc/t64p4");
+  EXPECT_EQ(plan->dispatches[2].kernel, "scan.line/sum/f32/inc/excl/t64p4");
+  EXPECT_EQ(plan->dispatches[4].kernel, "scan.tile/sum/f16/inc/incl/t64p4");
+  EXPECT_EQ(plan->dispatches[6].kernel, "scan.pack16/f16");
+}
+
+}  // namespace
+}  // namespace dmlserve::d3d12

@@ -1,0 +1,72 @@
+#include "kernels/cpu/parallel_for.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace dmlserve {
+namespace {
+
+TEST(ParallelForTest, CoversTheRangeExactlyOnce) {
+  for (int64_t count : {0, 1, 7, 100, 12345}) {
+    for (int64_t min_chunk : {1, 3, 1000}) {
+      std::vector<std::atomic<int>> hits(count);
+      ParallelFor(count, min_chunk, [&](int64_t begin, int64_t end) {
+        EXPECT_LE(0, begin);
+        EXPECT_LT(begin, end);
+        EXPECT_LE(end, count);
+        for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+      });
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(hits[i].load(), 1) << count << " " << i;
+    }
+  }
+}
+
+TEST(ParallelForTest, ChunksRespectTheMinimum) {
+  std::atomic<int> calls{0};
+  ParallelFor(1000, 400, [&](int64_t begin, int64_t end) {
+    EXPECT_GE(end - begin, 400);
+    calls.fetch_add(1);
+  });
+  EXPECT_LE(calls.load(), 2);
+}
+
+TEST(ParallelForTest, UsesSeveralThreadsForLargeRanges) {
+  if (ParallelismLevel() < 2) {
+    GTEST_SKIP() << "one thread only; CTest runs this with DMLSERVE_CPU_THREADS=4";
+  }
+  std::atomic<int> active{0};
+  std::atomic<int> max_active{0};
+  ParallelFor(64, 1, [&](int64_t, int64_t) {
+    const int now = active.fetch_add(1) + 1;
+    int seen = max_active.load();
+    while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
+    }
+    // Stay busy until another thread shows up (or long enough to be sure
+    // none will).
+    for (int spin = 0; spin < 2000000 && max_active.load() < 2; ++spin) std::this_thread::yield();
+    active.fetch_sub(1);
+  });
+  EXPECT_GE(max_active.load(), 2);
+}
+
+TEST(ParallelForTest, NestedAndConcurrentCallsComplete) {
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      ParallelFor(16, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          ParallelFor(100, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+        }
+      });
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(total.load(), 4 * 16 * 100);
+}
+
+}  // namespace
+}  // namespace dmlserve

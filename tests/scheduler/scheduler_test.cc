@@ -1,0 +1,581 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/core/operation.h"
+#include "tests/scheduler/test_device.h"
+#include "tests/scheduler/test_jobs.h"
+
+namespace dmlserve {
+namespace {
+
+using ::dmlserve::testing::MatMulOf;
+using ::dmlserve::testing::NewJob;
+using ::dmlserve::testing::ReferenceScan;
+using ::dmlserve::testing::Scale;
+using ::dmlserve::testing::ScanOf;
+using ::dmlserve::testing::Submitted;
+using ::dmlserve::testing::TagOf;
+using ::dmlserve::testing::TestDevice;
+using ::dmlserve::testing::WeightB;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+class RecordingObserver : public SchedulerObserver {
+ public:
+  void OnQueueDepth(int depth) override {
+    absl::MutexLock lock(&mu_);
+    depths_.push_back(depth);
+  }
+  void OnJobStarted(OperatorKind, absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    ++jobs_started_;
+  }
+  void OnBatchExecuted(OperatorKind, absl::string_view device, int batch_size,
+                       absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    batches_.emplace_back(std::string(device), batch_size);
+  }
+  void OnDeviceRemoved(absl::string_view device) override {
+    {
+      absl::MutexLock lock(&mu_);
+      removed_.emplace_back(device);
+    }
+    if (!device_removed_.HasBeenNotified()) device_removed_.Notify();
+  }
+
+  bool AwaitDeviceRemoved() {
+    return device_removed_.WaitForNotificationWithTimeout(absl::Seconds(60));
+  }
+  std::vector<int> depths() const {
+    absl::MutexLock lock(&mu_);
+    return depths_;
+  }
+  int jobs_started() const {
+    absl::MutexLock lock(&mu_);
+    return jobs_started_;
+  }
+  std::vector<std::pair<std::string, int>> batches() const {
+    absl::MutexLock lock(&mu_);
+    return batches_;
+  }
+  std::vector<std::string> removed() const {
+    absl::MutexLock lock(&mu_);
+    return removed_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<int> depths_ ABSL_GUARDED_BY(mu_);
+  int jobs_started_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<std::string, int>> batches_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> removed_ ABSL_GUARDED_BY(mu_);
+  absl::Notification device_removed_;
+};
+
+// Builds a scheduler over test devices and keeps pointers to them.
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void Start(SchedulerOptions options, int device_count = 1, int inflight = 1) {
+    std::vector<std::unique_ptr<Device>> devices;
+    for (int i = 0; i < device_count; ++i) {
+      auto device = std::make_unique<TestDevice>(absl::StrCat("test:", i), inflight);
+      devices_.push_back(device.get());
+      devices.push_back(std::move(device));
+    }
+    scheduler_ = std::make_unique<Scheduler>(options, std::move(devices), &observer_);
+  }
+
+  std::shared_ptr<Submitted> Submit(Operation operation,
+                                    absl::Time deadline = absl::InfiniteFuture()) {
+    std::shared_ptr<Submitted> submitted = NewJob(std::move(operation), deadline);
+    absl::Status status = scheduler_->Submit(submitted->job);
+    EXPECT_TRUE(status.ok()) << status;
+    return submitted;
+  }
+
+  // Occupies device 0 (held) with a job of its own, so that what is submitted
+  // next waits in the queue until Release(). The blocker's batch must close
+  // at once: with a queue delay, give it more elements than max_batch_bytes.
+  std::shared_ptr<Submitted> OccupyDevice(uint32_t elements = 1) {
+    devices_[0]->Hold();
+    std::shared_ptr<Submitted> blocker = Submit(ScanOf(DataType::kInt32, {elements}, -1));
+    devices_[0]->AwaitEntered(1);
+    return blocker;
+  }
+
+  // The tags of every batch a device ran, in order.
+  static std::vector<std::vector<float>> Tags(const std::vector<std::vector<Operation>>& batches) {
+    std::vector<std::vector<float>> tags;
+    for (const auto& batch : batches) {
+      tags.emplace_back();
+      for (const Operation& operation : batch) tags.back().push_back(TagOf(operation));
+    }
+    return tags;
+  }
+
+  static void ExpectCorrectScan(Submitted& submitted) {
+    ASSERT_TRUE(submitted.result.status.ok()) << submitted.result.status;
+    const Tensor expected =
+        ReferenceScan(std::get<ScanOperation>(submitted.job->operation));
+    const Tensor& output = submitted.result.output;
+    EXPECT_EQ(output.data_type, expected.data_type);
+    EXPECT_EQ(output.sizes, expected.sizes);
+    ASSERT_EQ(output.byte_size(), expected.byte_size());
+    EXPECT_EQ(std::memcmp(output.data(), expected.data(), expected.byte_size()), 0);
+  }
+
+  RecordingObserver observer_;
+  std::vector<TestDevice*> devices_;  // owned by scheduler_
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+SchedulerOptions Options(int max_batch_size = 64, absl::Duration delay = absl::ZeroDuration()) {
+  SchedulerOptions options;
+  options.max_batch_size = max_batch_size;
+  options.max_queue_delay = delay;
+  return options;
+}
+
+TEST_F(SchedulerTest, BatchesJobsThatQueueBehindABusyDevice) {
+  Start(Options(/*max_batch_size=*/4));
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(Submit(ScanOf(kF32, {3}, 10.0f * i)));
+  devices_[0]->Release();
+
+  ASSERT_TRUE(blocker->Await());
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+  }
+  // The blocker alone, then the ten queued jobs in submission order, in
+  // batches of at most four.
+  const auto tags = Tags(devices_[0]->executed());
+  ASSERT_EQ(tags.size(), 4u);
+  EXPECT_THAT(tags[1], ElementsAre(0, 10, 20, 30));
+  EXPECT_THAT(tags[2], ElementsAre(40, 50, 60, 70));
+  EXPECT_THAT(tags[3], ElementsAre(80, 90));
+  EXPECT_EQ(jobs[0]->result.info.batch_size, 4u);
+  EXPECT_EQ(jobs[9]->result.info.batch_size, 2u);
+  EXPECT_EQ(jobs[9]->result.info.device, "test:0");
+}
+
+TEST_F(SchedulerTest, ScansOfDifferentShapesAndAxesShareABatch) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs = {
+      Submit(ScanOf(kF32, {2, 3}, 1, /*axis=*/0)),
+      Submit(ScanOf(kF32, {2, 3}, 2, /*axis=*/1)),
+      Submit(ScanOf(kF32, {4, 1, 5}, 3, /*axis=*/2)),
+      Submit(ScanOf(kF32, {7}, 4, /*axis=*/0)),
+  };
+  devices_[0]->Release();
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+    EXPECT_EQ(job->result.info.batch_size, 4u);
+  }
+  EXPECT_THAT(Tags(devices_[0]->executed()), ElementsAre(ElementsAre(-1), ElementsAre(1, 2, 3, 4)));
+}
+
+TEST_F(SchedulerTest, IncompatibleScansNeverShareABatch) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs = {
+      Submit(ScanOf(kF32, {4}, 1)),
+      Submit(ScanOf(DataType::kInt32, {4}, 2)),
+      Submit(ScanOf(kF32, {4}, 3, 0, OperatorKind::kCumulativeProduct)),
+      Submit(ScanOf(kF32, {4}, 4, 0, OperatorKind::kCumulativeSummation,
+                    AxisDirection::kDecreasing)),
+      Submit(ScanOf(kF32, {4}, 5, 0, OperatorKind::kCumulativeSummation,
+                    AxisDirection::kIncreasing, /*exclusive=*/true)),
+      Submit(ScanOf(kF32, {4}, 6)),  // joins the first
+  };
+  devices_[0]->Release();
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+  }
+  auto tags = Tags(devices_[0]->executed());
+  tags.erase(tags.begin());  // the blocker
+  EXPECT_THAT(tags, UnorderedElementsAre(ElementsAre(1, 6), ElementsAre(2), ElementsAre(3),
+                                         ElementsAre(4), ElementsAre(5)));
+}
+
+TEST_F(SchedulerTest, MatMulsShareABatchOnlyWithTheSameB) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs = {
+      Submit(MatMulOf(WeightB(1, "w1"), Scale(1), Tensor(), /*m=*/1)),
+      Submit(MatMulOf(WeightB(1, "w2"), Scale(1), Tensor(), /*m=*/2)),
+      Submit(MatMulOf(WeightB(1, "w1"), Scale(1), Tensor(), /*m=*/3)),
+      Submit(MatMulOf(WeightB(1), Scale(1), Tensor(), /*m=*/4)),
+      Submit(MatMulOf(WeightB(2), Scale(1), Tensor(), /*m=*/5)),
+      Submit(MatMulOf(WeightB(1), Scale(1), Tensor(), /*m=*/6)),
+      Submit(MatMulOf(WeightB(1, "w1"), Scale(2), Tensor(), /*m=*/7)),
+  };
+  devices_[0]->Release();
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->Await());
+    ASSERT_TRUE(job->result.status.ok()) << job->result.status;
+  }
+  // Each batch as the M of its jobs (M tags the job here).
+  std::vector<std::vector<uint32_t>> batches;
+  for (const auto& batch : devices_[0]->executed()) {
+    if (!std::holds_alternative<QuantizedMatMulOperation>(batch[0])) continue;
+    batches.emplace_back();
+    for (const Operation& operation : batch) {
+      batches.back().push_back(std::get<QuantizedMatMulOperation>(operation).m);
+    }
+  }
+  EXPECT_THAT(batches, UnorderedElementsAre(ElementsAre(1, 3), ElementsAre(2), ElementsAre(4, 6),
+                                            ElementsAre(5), ElementsAre(7)));
+}
+
+TEST_F(SchedulerTest, MaxBatchBytesCapsABatch) {
+  const uint64_t job_bytes = OperationBytes(ScanOf(kF32, {8}, 0));
+  SchedulerOptions options = Options();
+  options.max_batch_bytes = 2 * job_bytes + job_bytes / 2;
+  Start(options);
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 1; i <= 5; ++i) jobs.push_back(Submit(ScanOf(kF32, {8}, i)));
+  devices_[0]->Release();
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+  }
+  EXPECT_THAT(Tags(devices_[0]->executed()),
+              ElementsAre(ElementsAre(-1), ElementsAre(1, 2), ElementsAre(3, 4), ElementsAre(5)));
+}
+
+TEST_F(SchedulerTest, AJobLargerThanTheByteCapRunsAlone) {
+  SchedulerOptions options = Options();
+  options.max_batch_bytes = OperationBytes(ScanOf(kF32, {8}, 0)) / 2;
+  Start(options);
+  auto blocker = OccupyDevice();
+  auto first = Submit(ScanOf(kF32, {8}, 1));
+  auto second = Submit(ScanOf(kF32, {8}, 2));
+  devices_[0]->Release();
+  ASSERT_TRUE(first->Await());
+  ASSERT_TRUE(second->Await());
+  ExpectCorrectScan(*first);
+  ExpectCorrectScan(*second);
+  EXPECT_THAT(Tags(devices_[0]->executed()),
+              ElementsAre(ElementsAre(-1), ElementsAre(1), ElementsAre(2)));
+}
+
+TEST_F(SchedulerTest, ALoneJobRunsOnceTheDelayPasses) {
+  Start(Options(64, absl::Milliseconds(5)));
+  auto job = Submit(ScanOf(kF32, {5}, 1));
+  ASSERT_TRUE(job->Await());
+  ExpectCorrectScan(*job);
+  EXPECT_EQ(job->result.info.batch_size, 1u);
+}
+
+TEST_F(SchedulerTest, ALoneJobRunsAtOnceWithZeroDelay) {
+  Start(Options(64, absl::ZeroDuration()));
+  auto job = Submit(ScanOf(kF32, {5}, 1));
+  ASSERT_TRUE(job->Await());
+  ExpectCorrectScan(*job);
+}
+
+TEST_F(SchedulerTest, ABatchWaitsForTheDelayUnlessItFills) {
+  // An idle device does not take an open batch before the (here endless)
+  // delay: the batch runs only once it holds max_batch_size jobs.
+  Start(Options(/*max_batch_size=*/3, absl::Hours(1)));
+  auto first = Submit(ScanOf(kF32, {2}, 1));
+  auto second = Submit(ScanOf(kF32, {2}, 2));
+  auto third = Submit(ScanOf(kF32, {2}, 3));
+  for (auto* job : {&first, &second, &third}) {
+    ASSERT_TRUE((*job)->Await());
+    ExpectCorrectScan(**job);
+  }
+  EXPECT_THAT(Tags(devices_[0]->executed()), ElementsAre(ElementsAre(1, 2, 3)));
+}
+
+TEST_F(SchedulerTest, ExpiredJobsCompleteWithoutRunning) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  auto already_expired = Submit(ScanOf(kF32, {2}, 1), absl::Now() - absl::Seconds(1));
+  auto soon_expired = Submit(ScanOf(kF32, {2}, 2), absl::Now() + absl::Milliseconds(1));
+  auto alive = Submit(ScanOf(kF32, {2}, 3));
+  // Both complete while the device is still busy: waiting jobs are expired
+  // promptly, not when their batch starts.
+  ASSERT_TRUE(already_expired->Await());
+  ASSERT_TRUE(soon_expired->Await());
+  EXPECT_EQ(already_expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(soon_expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
+  devices_[0]->Release();
+  ASSERT_TRUE(alive->Await());
+  ExpectCorrectScan(*alive);
+  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(-1), ElementsAre(3)));
+}
+
+TEST_F(SchedulerTest, AnExpiredJobLeavesItsOpenBatch) {
+  // The expired job completes without its batch closing, and takes no room in
+  // the batch that eventually runs.
+  Start(Options(/*max_batch_size=*/2, absl::Hours(1)));
+  auto expired = Submit(ScanOf(kF32, {2}, 1), absl::Now() - absl::Seconds(1));
+  ASSERT_TRUE(expired->Await());
+  EXPECT_EQ(expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
+  auto a = Submit(ScanOf(kF32, {2}, 2));
+  auto b = Submit(ScanOf(kF32, {2}, 3));
+  ASSERT_TRUE(a->Await());
+  ASSERT_TRUE(b->Await());
+  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(2, 3)));
+}
+
+TEST_F(SchedulerTest, CancelledJobsCompleteWithoutRunning) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  auto cancelled = Submit(ScanOf(kF32, {2}, 1));
+  auto kept = Submit(ScanOf(kF32, {2}, 2));
+  cancelled->job->Cancel();
+  ASSERT_TRUE(cancelled->Await());  // while the device is still busy
+  EXPECT_EQ(cancelled->result.status.code(), absl::StatusCode::kCancelled);
+  devices_[0]->Release();
+  ASSERT_TRUE(kept->Await());
+  ExpectCorrectScan(*kept);
+  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(-1), ElementsAre(2)));
+}
+
+TEST_F(SchedulerTest, CancellingAJobInAnOpenBatchCompletesItPromptly) {
+  Start(Options(64, absl::Hours(1)));
+  auto cancelled = Submit(ScanOf(kF32, {2}, 1));
+  cancelled->job->Cancel();
+  ASSERT_TRUE(cancelled->Await());
+  EXPECT_EQ(cancelled->result.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(devices_[0]->attempted().empty());
+}
+
+TEST_F(SchedulerTest, AFullQueueRejectsUntilItDrains) {
+  SchedulerOptions options = Options();
+  options.max_queue = 3;
+  Start(options);
+  auto blocker = OccupyDevice();  // started, so not counted
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(Submit(ScanOf(kF32, {2}, i)));
+
+  auto rejected = NewJob(ScanOf(kF32, {2}, 9));
+  absl::Status status = scheduler_->Submit(rejected->job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("queue full: 3 jobs waiting (--max_queue)"));
+  EXPECT_FALSE(rejected->finished.HasBeenNotified());
+
+  devices_[0]->Release();
+  for (auto& job : jobs) ASSERT_TRUE(job->Await());
+  auto accepted = Submit(ScanOf(kF32, {2}, 10));
+  ASSERT_TRUE(accepted->Await());
+  ExpectCorrectScan(*accepted);
+}
+
+TEST_F(SchedulerTest, ShutdownRunsEveryAdmittedJob) {
+  SchedulerOptions options = Options(/*max_batch_size=*/4, absl::Hours(1));
+  options.max_batch_bytes = 4 * OperationBytes(ScanOf(kF32, {3}, 0));
+  Start(options);
+  auto blocker = OccupyDevice(/*elements=*/64);
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(Submit(ScanOf(kF32, {3}, i)));
+  jobs.push_back(Submit(ScanOf(DataType::kInt32, {3}, 7)));  // an open batch of its own
+
+  // Shutdown begins while the device is busy and batches are open; it
+  // returns only once every admitted job has run.
+  std::thread shutdown([this] { scheduler_->Shutdown(); });
+  devices_[0]->Release();
+  shutdown.join();
+
+  for (auto& job : jobs) {
+    ASSERT_TRUE(job->finished.HasBeenNotified());
+    ExpectCorrectScan(*job);
+  }
+  EXPECT_EQ(scheduler_->Submit(NewJob(ScanOf(kF32, {2}, 1))->job).code(),
+            absl::StatusCode::kUnavailable);
+  scheduler_->Shutdown();  // idempotent
+}
+
+TEST_F(SchedulerTest, AFailedDeviceIsRemovedAndItsJobsRunElsewhere) {
+  Start(Options(), /*device_count=*/2);
+  devices_[0]->FailNext(1);
+  devices_[1]->Hold();
+  // Two batches (different types): the held device can take only one, so the
+  // failing one gets a batch.
+  auto f32 = Submit(ScanOf(kF32, {4}, 1));
+  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
+  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
+  devices_[1]->Release();
+  ASSERT_TRUE(f32->Await());
+  ASSERT_TRUE(i32->Await());
+  for (auto* job : {&f32, &i32}) {
+    ExpectCorrectScan(**job);
+    EXPECT_EQ((*job)->result.info.device, "test:1");
+  }
+  EXPECT_THAT(observer_.removed(), ElementsAre("test:0"));
+  EXPECT_EQ(devices_[0]->attempted().size(), 1u);
+  EXPECT_TRUE(devices_[0]->executed().empty());
+
+  // From now on everything runs on the healthy device.
+  auto later = Submit(ScanOf(kF32, {4}, 3));
+  ASSERT_TRUE(later->Await());
+  ExpectCorrectScan(*later);
+  EXPECT_EQ(later->result.info.device, "test:1");
+  const std::vector<DeviceStatus> statuses = scheduler_->devices();
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_FALSE(statuses[0].healthy);
+  EXPECT_TRUE(statuses[1].healthy);
+}
+
+TEST_F(SchedulerTest, WhenTheLastDeviceFailsJobsFailWithUnavailable) {
+  Start(Options());
+  devices_[0]->FailNext(1);
+  auto blocker = OccupyDevice();
+  auto queued = Submit(ScanOf(kF32, {4}, 1));
+  devices_[0]->Release();
+  ASSERT_TRUE(blocker->Await());
+  ASSERT_TRUE(queued->Await());
+  for (auto* job : {&blocker, &queued}) {
+    EXPECT_EQ((*job)->result.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT((*job)->result.status.message(), HasSubstr("test:0: device lost"));
+  }
+  EXPECT_THAT(observer_.removed(), ElementsAre("test:0"));
+  absl::Status status = scheduler_->Submit(NewJob(ScanOf(kF32, {4}, 1))->job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("device lost"));
+}
+
+TEST_F(SchedulerTest, BatchesSpreadOverDevices) {
+  Start(Options(), /*device_count=*/2);
+  devices_[0]->Hold();
+  devices_[1]->Hold();
+  auto f32 = Submit(ScanOf(kF32, {4}, 1));
+  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
+  // Each device holds one batch at the same time.
+  devices_[0]->AwaitEntered(1);
+  devices_[1]->AwaitEntered(1);
+  devices_[0]->Release();
+  devices_[1]->Release();
+  ASSERT_TRUE(f32->Await());
+  ASSERT_TRUE(i32->Await());
+  ExpectCorrectScan(*f32);
+  ExpectCorrectScan(*i32);
+  EXPECT_NE(f32->result.info.device, i32->result.info.device);
+}
+
+TEST_F(SchedulerTest, ADeviceRunsUpToItsInflightLimitAtOnce) {
+  Start(Options(), /*device_count=*/1, /*inflight=*/2);
+  devices_[0]->Hold();
+  auto f32 = Submit(ScanOf(kF32, {4}, 1));
+  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
+  devices_[0]->AwaitEntered(2);
+  devices_[0]->Release();
+  ASSERT_TRUE(f32->Await());
+  ASSERT_TRUE(i32->Await());
+  ExpectCorrectScan(*f32);
+  ExpectCorrectScan(*i32);
+}
+
+TEST_F(SchedulerTest, PrefersABatchWhoseWeightsAreResident) {
+  Start(Options());
+  devices_[0]->MakeResident("warm");
+  auto blocker = OccupyDevice();
+  auto cold = Submit(MatMulOf(WeightB(1, "cold"), Scale(1)));
+  auto warm = Submit(MatMulOf(WeightB(1, "warm"), Scale(1)));
+  devices_[0]->Release();
+  ASSERT_TRUE(cold->Await());
+  ASSERT_TRUE(warm->Await());
+  std::vector<std::string> order;
+  for (const auto& batch : devices_[0]->executed()) {
+    if (const auto* matmul = std::get_if<QuantizedMatMulOperation>(&batch[0])) {
+      order.push_back(matmul->b.registered_id);
+    }
+  }
+  EXPECT_THAT(order, ElementsAre("warm", "cold"));
+}
+
+TEST_F(SchedulerTest, ReportsToTheObserver) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(Submit(ScanOf(kF32, {3}, i)));
+  devices_[0]->Release();
+  for (auto& job : jobs) ASSERT_TRUE(job->Await());
+  ASSERT_TRUE(blocker->Await());
+
+  const std::vector<int> depths = observer_.depths();
+  ASSERT_FALSE(depths.empty());
+  EXPECT_EQ(*std::max_element(depths.begin(), depths.end()), 3);
+  EXPECT_EQ(depths.back(), 0);
+  EXPECT_EQ(observer_.jobs_started(), 4);
+  EXPECT_THAT(observer_.batches(),
+              ElementsAre(std::pair<std::string, int>("test:0", 1),
+                          std::pair<std::string, int>("test:0", 3)));
+  for (auto& job : jobs) {
+    EXPECT_EQ(job->result.info.batch_size, 3u);
+    EXPECT_GE(job->result.info.queue_duration, absl::ZeroDuration());
+    EXPECT_GE(job->result.info.compute_duration, absl::ZeroDuration());
+  }
+}
+
+TEST_F(SchedulerTest, DoneMayCallBackIntoTheScheduler) {
+  Start(Options());
+  // Completion callbacks run outside the scheduler's locks, so they may
+  // submit follow-up work.
+  auto follow_up = NewJob(ScanOf(kF32, {2}, 5));
+  auto first = std::make_shared<Submitted>();
+  first->job->operation = ScanOf(kF32, {2}, 1);
+  Scheduler* scheduler = scheduler_.get();
+  first->job->done = [first, follow_up, scheduler](JobResult result) {
+    first->result = std::move(result);
+    EXPECT_EQ(scheduler->devices().size(), 1u);
+    EXPECT_TRUE(scheduler->Submit(follow_up->job).ok());
+    first->finished.Notify();
+  };
+  ASSERT_TRUE(scheduler_->Submit(first->job).ok());
+  ASSERT_TRUE(first->Await());
+  ASSERT_TRUE(follow_up->Await());
+  ExpectCorrectScan(*first);
+  ExpectCorrectScan(*follow_up);
+}
+
+TEST_F(SchedulerTest, EvictsFromEveryDeviceAndReportsDevices) {
+  Start(Options(), /*device_count=*/2);
+  scheduler_->EvictTensor("w1");
+  EXPECT_THAT(devices_[0]->evicted(), ElementsAre("w1"));
+  EXPECT_THAT(devices_[1]->evicted(), ElementsAre("w1"));
+  const std::vector<DeviceStatus> statuses = scheduler_->devices();
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].description.name, "test:0");
+  EXPECT_EQ(statuses[1].description.name, "test:1");
+  EXPECT_TRUE(statuses[0].healthy);
+  EXPECT_EQ(statuses[0].memory_bytes, devices_[0]->memory_bytes());
+}
+
+TEST_F(SchedulerTest, RejectsAJobWithoutACallback) {
+  Start(Options());
+  auto job = std::make_shared<Job>();
+  job->operation = ScanOf(kF32, {2}, 1);
+  EXPECT_EQ(scheduler_->Submit(job).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->Submit(nullptr).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dmlserve

@@ -1,0 +1,135 @@
+#ifndef DMLSERVE_TESTS_SCHEDULER_TEST_DEVICE_H_
+#define DMLSERVE_TESTS_SCHEDULER_TEST_DEVICE_H_
+
+// A Device for scheduler tests: a real (if slow and simple) implementation of
+// the interface whose timing and failures the test controls. It computes scans
+// with a plain reference loop, answers matrix multiplies with a zero-filled
+// output of the right shape, records every batch it is handed, can hold
+// batches until released, and can fail on demand.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "kernels/backend/device.h"
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
+
+namespace dmlserve::testing {
+
+// Cumulative sum/product of FLOAT32, INT32 or UINT32 scans, in double or
+// wrapping integer arithmetic.
+Tensor ReferenceScan(const ScanOperation& scan);
+
+class TestDevice : public Device {
+ public:
+  explicit TestDevice(std::string name, int max_inflight_batches = 1)
+      : max_inflight_batches_(max_inflight_batches) {
+    description_.name = std::move(name);
+    description_.backend = "test";
+    description_.description = "scheduler test device";
+  }
+
+  const DeviceDescription& description() const override { return description_; }
+  int max_inflight_batches() const override { return max_inflight_batches_; }
+
+  absl::Status Execute(absl::Span<WorkItem> items) override {
+    std::vector<Operation> batch;
+    for (const WorkItem& item : items) batch.push_back(*item.operation);
+    {
+      absl::MutexLock lock(&mu_);
+      ++entered_;
+      attempted_.push_back(batch);
+      changed_.SignalAll();
+      while (held_) changed_.Wait(&mu_);
+      if (failures_left_ > 0) {
+        --failures_left_;
+        return absl::InternalError(absl::StrCat(description_.name, ": device lost"));
+      }
+      executed_.push_back(batch);
+    }
+    for (WorkItem& item : items) {
+      if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
+        item.output = ReferenceScan(*scan);
+      } else {
+        const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
+        item.output = Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  bool IsResident(absl::string_view registered_id) const override {
+    absl::MutexLock lock(&mu_);
+    return resident_.count(std::string(registered_id)) > 0;
+  }
+  void Evict(absl::string_view registered_id) override {
+    absl::MutexLock lock(&mu_);
+    evicted_.emplace_back(registered_id);
+    resident_.erase(std::string(registered_id));
+  }
+  uint64_t memory_bytes() const override { return 4096; }
+
+  // Batches entering Execute wait until Release().
+  void Hold() {
+    absl::MutexLock lock(&mu_);
+    held_ = true;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    held_ = false;
+    changed_.SignalAll();
+  }
+  // Blocks until `count` batches have entered Execute (held or not).
+  void AwaitEntered(int count) {
+    absl::MutexLock lock(&mu_);
+    while (entered_ < count) changed_.Wait(&mu_);
+  }
+  // The next `count` batches fail as a lost device would.
+  void FailNext(int count) {
+    absl::MutexLock lock(&mu_);
+    failures_left_ = count;
+  }
+  void MakeResident(const std::string& registered_id) {
+    absl::MutexLock lock(&mu_);
+    resident_.insert(registered_id);
+  }
+
+  // Every batch handed to Execute, and those that ran successfully.
+  std::vector<std::vector<Operation>> attempted() const {
+    absl::MutexLock lock(&mu_);
+    return attempted_;
+  }
+  std::vector<std::vector<Operation>> executed() const {
+    absl::MutexLock lock(&mu_);
+    return executed_;
+  }
+  std::vector<std::string> evicted() const {
+    absl::MutexLock lock(&mu_);
+    return evicted_;
+  }
+
+ private:
+  DeviceDescription description_;
+  const int max_inflight_batches_;
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // entered_ or held_ changed
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  int entered_ ABSL_GUARDED_BY(mu_) = 0;
+  int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<std::string> resident_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> evicted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<Operation>> attempted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<Operation>> executed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace dmlserve::testing
+
+#endif  // DMLSERVE_TESTS_SCHEDULER_TEST_DEVICE_H_

@@ -1,0 +1,157 @@
+// Limits and client control: oversized requests, a full queue, deadlines and
+// cancellation. After each, the server still answers.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_fixture.h"
+#include "tests/server/tensor_values.h"
+#include "tests/server/test_requests.h"
+
+namespace dmlserve::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kSum[] = "cumulative_summation";
+
+class OversizedRequestTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override { return {"--max_request_bytes=65536"}; }
+};
+
+TEST_F(OversizedRequestTest, IsResourceExhausted) {
+  const std::vector<double> values(20000, 1.0);  // 80000 bytes of FLOAT32
+  v1::ExecuteResponse response;
+  const grpc::Status status =
+      Execute(ScanRequest("big", v1::FLOAT32, {20000}, values, 0), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+
+  v1::Tensor big = MakeTensor(v1::FLOAT32, {20000}, values);
+  const grpc::Status register_status = Register(big, nullptr);
+  EXPECT_EQ(register_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // Just under the limit is fine.
+  const std::vector<double> fitting(15000, 1.0);
+  ASSERT_TRUE(Execute(ScanRequest("fits", v1::FLOAT32, {15000}, fitting, 0), &response).ok());
+  EXPECT_EQ(TensorValues(response.output()).back(), 15000.0);
+  ExpectServerStillAnswers();
+}
+
+// Jobs wait long enough in the scheduler for the client to give up on them.
+class SlowQueueTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    return {"--max_queue_delay_us=3000000", "--max_batch_size=64"};
+  }
+
+  // Not computed: no batch of the operator ran.
+  void ExpectNoBatchRan() {
+    EXPECT_EQ(Metric("dmlserve_batch_size_count", {{"operator", kSum}}).value_or(0), 0.0);
+  }
+};
+
+TEST_F(SlowQueueTest, DeadlineExceededJobIsNotComputed) {
+  auto context = MakeContext(absl::Milliseconds(300));
+  v1::ExecuteResponse response;
+  const grpc::Status status =
+      stub_->Execute(context.get(), ScanRequest("late", v1::FLOAT32, {3}, {1, 2, 3}, 0), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  // The server answers the job (to nobody) once its batch would have
+  // started; it must not have been computed.
+  ASSERT_TRUE(WaitForMetric("dmlserve_requests_total", {{"operator", kSum}},
+                            [](double count) { return count >= 1; }));
+  EXPECT_EQ(Metric("dmlserve_requests_total", {{"operator", kSum}, {"code", "OK"}}).value_or(0),
+            0.0);
+  EXPECT_EQ(Metric("dmlserve_requests_total", {{"operator", kSum}, {"code", "DEADLINE_EXCEEDED"}})
+                    .value_or(0) +
+                Metric("dmlserve_requests_total", {{"operator", kSum}, {"code", "CANCELLED"}})
+                    .value_or(0),
+            1.0);
+  ExpectNoBatchRan();
+  ExpectServerStillAnswers();
+}
+
+TEST_F(SlowQueueTest, CancelledJobIsNotComputed) {
+  grpc::ClientContext context;
+  v1::ExecuteResponse response;
+  grpc::Status status;
+  absl::Notification done;
+  const v1::ExecuteRequest request = ScanRequest("cancel-me", v1::FLOAT32, {3}, {1, 2, 3}, 0);
+  stub_->async()->Execute(&context, &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  ASSERT_TRUE(WaitForMetric("dmlserve_inflight_requests", {}, [](double n) { return n == 1; }));
+  context.TryCancel();
+  done.WaitForNotification();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+
+  EXPECT_TRUE(WaitForMetric("dmlserve_requests_total", {{"operator", kSum}, {"code", "CANCELLED"}},
+                            [](double count) { return count == 1; }));
+  ExpectNoBatchRan();
+  ExpectServerStillAnswers();
+}
+
+class FullQueueTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    return {"--max_queue=1", "--max_queue_delay_us=2000000", "--max_batch_size=64"};
+  }
+};
+
+TEST_F(FullQueueTest, FloodIsResourceExhaustedBeyondTheQueue) {
+  constexpr int kRequests = 20;
+  struct Call {
+    grpc::ClientContext context;
+    v1::ExecuteRequest request;
+    v1::ExecuteResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  absl::BlockingCounter pending(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    auto call = std::make_unique<Call>();
+    call->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    call->request =
+        ScanRequest(absl::StrCat(i), v1::FLOAT32, {3}, {static_cast<double>(i), 1, 1}, 0);
+    stub_->async()->Execute(&call->context, &call->request, &call->response,
+                            [&pending, c = call.get()](grpc::Status s) {
+                              c->status = std::move(s);
+                              pending.DecrementCount();
+                            });
+    calls.push_back(std::move(call));
+  }
+  pending.Wait();
+
+  int ok = 0, exhausted = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    const Call& call = *calls[i];
+    SCOPED_TRACE(i);
+    if (call.status.ok()) {
+      ++ok;
+      EXPECT_EQ(TensorValues(call.response.output()),
+                (std::vector<double>{i + 0.0, i + 1.0, i + 2.0}));
+    } else {
+      EXPECT_EQ(call.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << call.status.error_message();
+      ++exhausted;
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(exhausted, 1);
+  EXPECT_EQ(Metric("dmlserve_requests_total", {{"operator", kSum}, {"code", "RESOURCE_EXHAUSTED"}})
+                .value_or(0),
+            exhausted);
+  ExpectServerStillAnswers();
+}
+
+}  // namespace
+}  // namespace dmlserve::testing

@@ -1,0 +1,165 @@
+// GetServerInfo, the standard health service and server reflection.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_fixture.h"
+
+namespace dmlserve::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::UnorderedElementsAreArray;
+
+class ServerInfoTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    return {"--cpu_devices=3",
+            "--max_batch_size=16",
+            "--max_batch_bytes=123456",
+            "--max_queue_delay_us=321",
+            "--max_queue=77",
+            "--max_request_bytes=1000000",
+            "--max_registered_tensor_bytes=2000000"};
+  }
+};
+
+std::vector<std::string> TypeNames(const v1::OperatorSupport& support) {
+  std::vector<std::string> names;
+  for (int type : support.data_types()) names.push_back(v1::DataType_Name(type));
+  return names;
+}
+
+TEST_F(ServerInfoTest, DescribesVersionDevicesLimitsAndOperators) {
+  auto context = MakeContext();
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(stub_->GetServerInfo(context.get(), {}, &info).ok());
+
+  EXPECT_EQ(info.version(), DMLSERVE_EXPECTED_VERSION);
+  EXPECT_THAT(info.backends(), Contains("cpu"));
+  ASSERT_EQ(info.devices_size(), 3);
+  std::set<std::string> names;
+  for (const v1::DeviceInfo& device : info.devices()) {
+    names.insert(device.name());
+    EXPECT_EQ(device.backend(), "cpu");
+    EXPECT_TRUE(device.healthy());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+
+  EXPECT_EQ(info.limits().max_batch_size(), 16u);
+  EXPECT_EQ(info.limits().max_batch_bytes(), 123456u);
+  EXPECT_EQ(info.limits().max_queue_delay_us(), 321u);
+  EXPECT_EQ(info.limits().max_queue(), 77u);
+  EXPECT_EQ(info.limits().max_request_bytes(), 1000000u);
+  EXPECT_EQ(info.limits().max_registered_tensor_bytes(), 2000000u);
+  EXPECT_EQ(info.limits().max_dimensions(), 8u);
+  EXPECT_EQ(info.registered_tensor_bytes(), 0u);
+
+  // The operators and data types of the specification.
+  std::map<std::string, std::vector<std::string>> operators;
+  for (const v1::OperatorSupport& support : info.operators()) {
+    operators[support.name()] = TypeNames(support);
+  }
+  ASSERT_EQ(operators.size(), 3u);
+  EXPECT_THAT(
+      operators["cumulative_summation"],
+      UnorderedElementsAreArray({"FLOAT32", "FLOAT16", "INT64", "INT32", "UINT64", "UINT32"}));
+  EXPECT_THAT(operators["cumulative_product"],
+              UnorderedElementsAreArray({"FLOAT32", "FLOAT16", "UINT32", "UINT16"}));
+  EXPECT_THAT(operators["quantized_linear_matrix_multiply"],
+              UnorderedElementsAreArray({"INT8", "UINT8"}));
+}
+
+TEST_F(ServerInfoTest, HealthCheckReportsServing) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  for (const std::string service : {"", "dmlserve.v1.OperatorService"}) {
+    SCOPED_TRACE(service);
+    auto context = MakeContext();
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health->Check(context.get(), request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  auto context = MakeContext();
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("no.such.Service");
+  grpc::health::v1::HealthCheckResponse response;
+  EXPECT_EQ(health->Check(context.get(), request, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServerInfoTest, ReflectionListsServicesAndDescribesTheApi) {
+  namespace reflection = grpc::reflection::v1alpha;
+  auto stub = reflection::ServerReflection::NewStub(channel_);
+  auto context = MakeContext();
+  auto stream = stub->ServerReflectionInfo(context.get());
+
+  reflection::ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  reflection::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<std::string> services;
+  for (const auto& service : response.list_services_response().service()) {
+    services.push_back(service.name());
+  }
+  EXPECT_THAT(services, Contains("dmlserve.v1.OperatorService"));
+  EXPECT_THAT(services, Contains("grpc.health.v1.Health"));
+
+  reflection::ServerReflectionRequest symbol;
+  symbol.set_file_containing_symbol("dmlserve.v1.OperatorService");
+  ASSERT_TRUE(stream->Write(symbol));
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_TRUE(response.has_file_descriptor_response()) << response.DebugString();
+  std::vector<std::string> files;
+  for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(bytes));
+    files.push_back(file.name());
+  }
+  EXPECT_THAT(files, Contains("dmlserve/v1/dmlserve.proto"));
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerInfoTest, MetricsEndpointServesTheServiceMetrics) {
+  ExpectServerStillAnswers();
+  EXPECT_EQ(Metric("dmlserve_build_info", {{"version", DMLSERVE_EXPECTED_VERSION}}), 1.0);
+  EXPECT_EQ(
+      Metric("dmlserve_requests_total", {{"operator", "cumulative_summation"}, {"code", "OK"}}),
+      1.0);
+  EXPECT_EQ(
+      Metric("dmlserve_request_duration_seconds_count", {{"operator", "cumulative_summation"}}),
+      1.0);
+  EXPECT_GT(
+      Metric("dmlserve_request_bytes_total", {{"operator", "cumulative_summation"}}).value_or(0),
+      48.0);
+  EXPECT_EQ(Metric("dmlserve_queue_duration_seconds_count", {{"operator", "cumulative_summation"}}),
+            1.0);
+  EXPECT_EQ(Metric("dmlserve_batch_size_count", {{"operator", "cumulative_summation"}}), 1.0);
+  EXPECT_EQ(Metric("dmlserve_compute_duration_seconds_count"), 1.0);
+  EXPECT_EQ(Metric("dmlserve_inflight_requests"), 0.0);
+  EXPECT_EQ(Metric("dmlserve_queue_depth"), 0.0);
+  EXPECT_EQ(Metric("dmlserve_registered_tensor_bytes"), 0.0);
+  for (const char* device : {"cpu:0", "cpu:1", "cpu:2"}) {
+    EXPECT_TRUE(Metric("dmlserve_device_memory_bytes", {{"device", device}}).has_value()) << device;
+  }
+
+  // A request without an operator counts as "unknown".
+  v1::ExecuteRequest empty;
+  v1::ExecuteResponse response;
+  EXPECT_EQ(Execute(empty, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      Metric("dmlserve_requests_total", {{"operator", "unknown"}, {"code", "INVALID_ARGUMENT"}}),
+      1.0);
+}
+
+}  // namespace
+}  // namespace dmlserve::testing

@@ -1,0 +1,73 @@
+// Start-up failures: a clear message on stderr and a non-zero exit.
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_fixture.h"
+#include "tests/server/server_process.h"
+
+namespace dmlserve::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+ServerProcess::Exit RunServer(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  absl::StatusOr<ServerProcess::Exit> exit = ServerProcess::RunToExit(ServerBinary(), args);
+  EXPECT_TRUE(exit.ok()) << exit.status();
+  return exit.ok() ? *exit : ServerProcess::Exit{};
+}
+
+TEST(StartupTest, D3D12BackendIsNotAvailableYet) {
+  const ServerProcess::Exit exit = RunServer({"--backend=d3d12"});
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("--backend=d3d12"));
+  EXPECT_THAT(exit.output, HasSubstr("UNIMPLEMENTED"));
+  EXPECT_THAT(exit.output, Not(HasSubstr("serving gRPC")));
+}
+
+TEST(StartupTest, UnknownBackendIsRejected) {
+  const ServerProcess::Exit exit = RunServer({"--backend=tpu"});
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("--backend=tpu: expected cpu, d3d12 or auto"));
+}
+
+TEST(StartupTest, InvalidLimitsAreRejected) {
+  for (const std::string flag : {"--max_queue=0", "--max_batch_size=0", "--cpu_devices=0",
+                                 "--max_request_bytes=0", "--max_queue_delay_us=-1"}) {
+    SCOPED_TRACE(flag);
+    const ServerProcess::Exit exit = RunServer({flag});
+    EXPECT_NE(exit.exit_code, 0);
+    EXPECT_THAT(exit.output, HasSubstr(flag.substr(0, flag.find('='))));
+  }
+}
+
+TEST(StartupTest, BusyPortIsReportedAsSuch) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> first = ServerProcess::Start(ServerBinary());
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<ServerProcess::Exit> second = ServerProcess::RunToExit(
+      ServerBinary(), {"--listen=" + (*first)->grpc_address(), "--metrics_listen=127.0.0.1:0"});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(second->exit_code, 0);
+  EXPECT_THAT(second->output, HasSubstr("--listen=" + (*first)->grpc_address()));
+  absl::StatusOr<int> stopped = (*first)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 0);
+}
+
+TEST(StartupTest, AutoBackendFallsBackToCpu) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start(ServerBinary(), {"--backend=auto"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Output(), HasSubstr("cpu:0"));
+  absl::StatusOr<int> stopped = (*server)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 0);
+}
+
+}  // namespace
+}  // namespace dmlserve::testing
