@@ -40,10 +40,9 @@ std::unique_ptr<Batch> BatchQueue::NewBatch(const CompatibilityKey& key) {
 
 void BatchQueue::Close(std::unique_ptr<Batch> batch) { closed_.push_back(std::move(batch)); }
 
-bool BatchQueue::Add(std::shared_ptr<Job> job) {
+void BatchQueue::Add(std::shared_ptr<Job> job) {
   const uint64_t job_bytes = OperationBytes(job->operation);
   CompatibilityKey key = CompatibilityKey::For(job->operation);
-  bool started_batch = false;
   auto it = open_.find(key);
   if (it != open_.end() && it->second->bytes + job_bytes > limits_.max_batch_bytes) {
     // The job does not fit: the open batch is as full as it gets.
@@ -53,7 +52,6 @@ bool BatchQueue::Add(std::shared_ptr<Job> job) {
   }
   if (it == open_.end()) {
     it = open_.emplace(key, NewBatch(key)).first;
-    started_batch = true;
   }
   Batch& batch = *it->second;
   batch.Add(std::move(job), job_bytes);
@@ -63,7 +61,6 @@ bool BatchQueue::Add(std::shared_ptr<Job> job) {
     Close(std::move(it->second));
     open_.erase(it);
   }
-  return started_batch;
 }
 
 bool BatchQueue::HasRunnable(absl::Time now) const {
@@ -78,7 +75,7 @@ std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, const Device& device) {
   // Where each candidate lives, so the chosen one can be removed.
   struct Candidate {
     Batch* batch;
-    size_t closed_index;  // when from closed_
+    size_t closed_index;               // when from closed_
     const CompatibilityKey* open_key;  // when from open_
   };
   std::vector<Candidate> candidates;

@@ -53,9 +53,8 @@ class BatchQueue {
 
   explicit BatchQueue(const BatchLimits& limits);
 
-  // Adds a job whose enqueue_time is set. Returns true when the job started a
-  // new open batch (whose due time the caller's timer must learn).
-  bool Add(std::shared_ptr<Job> job);
+  // Adds a job whose enqueue_time is set.
+  void Add(std::shared_ptr<Job> job);
 
   // Whether a device could take a batch now.
   bool HasRunnable(absl::Time now) const;

@@ -78,8 +78,8 @@ bool CompatibilityKey::operator==(const CompatibilityKey& other) const {
   return hash_ == other.hash_ && kind_ == other.kind_ && data_type_ == other.data_type_ &&
          direction_ == other.direction_ && exclusive_ == other.exclusive_ &&
          b_data_type_ == other.b_data_type_ && output_data_type_ == other.output_data_type_ &&
-         b_quantization_ == other.b_quantization_ && b_ == other.b_ &&
-         b_scale_ == other.b_scale_ && b_zero_point_ == other.b_zero_point_;
+         b_quantization_ == other.b_quantization_ && b_ == other.b_ && b_scale_ == other.b_scale_ &&
+         b_zero_point_ == other.b_zero_point_;
 }
 
 }  // namespace dmlserve

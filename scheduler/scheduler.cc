@@ -75,12 +75,14 @@ class Scheduler::Impl {
   // the batch, or fails every job when no device is left. Returns whether this
   // call took the device out.
   bool HandleDeviceFailureLocked(DeviceSlot* slot, std::unique_ptr<Batch> batch,
-                                 const absl::Status& failure,
-                                 std::vector<Completion>& completions)
+                                 const absl::Status& failure, std::vector<Completion>& completions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes expired and cancelled jobs from the queue.
   void SweepLocked(absl::Time now, std::vector<Completion>& completions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the timer must next look at the queue: an open batch falls due, a
+  // deadline passes, or cancellations are due for a poll.
+  absl::Time TimerWakeLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reports the latest depth; never under mu_, so an observer may call back.
   void ReportDepth();
@@ -111,8 +113,8 @@ class Scheduler::Impl {
   std::once_flag shutdown_once_;
 };
 
-Scheduler::Impl::Impl(const SchedulerOptions& options,
-                      std::vector<std::unique_ptr<Device>> devices, SchedulerObserver* observer)
+Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
+                      SchedulerObserver* observer)
     : options_(options),
       observer_(observer),
       queue_(BatchLimits{std::max(1, options.max_batch_size),
@@ -148,19 +150,17 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
       return absl::UnavailableError(absl::StrCat("no healthy device left: ", last_failure_));
     }
     if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
     }
     const absl::Time now = absl::Now();
     job->enqueue_time = now;
     const absl::Time deadline = job->deadline;
-    const bool new_batch = queue_.Add(std::move(job));
+    queue_.Add(std::move(job));
     NoteDepthLocked();
     if (queue_.HasRunnable(now)) work_cv_.Signal();
     next_deadline_ = std::min(next_deadline_, deadline);
-    if ((new_batch && queue_.NextDueTime(now) < timer_wake_) || deadline < timer_wake_) {
-      timer_cv_.Signal();
-    }
+    if (TimerWakeLocked(now) < timer_wake_) timer_cv_.Signal();
   }
   ReportDepth();
   return absl::OkStatus();
@@ -219,6 +219,7 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
       }
       if (!failure.ok()) ReportDepth();
       Complete(completions);
+      batch.reset();  // frees the jobs' tensors outside the lock
     }
     mu_.Lock();
   }
@@ -293,6 +294,12 @@ void Scheduler::Impl::SweepLocked(absl::Time now, std::vector<Completion>& compl
   next_cancellation_poll_ = now + kCancellationPollInterval;
 }
 
+absl::Time Scheduler::Impl::TimerWakeLocked(absl::Time now) const {
+  absl::Time wake = std::min(queue_.NextDueTime(now), next_deadline_);
+  if (!queue_.empty()) wake = std::min(wake, next_cancellation_poll_);
+  return wake;
+}
+
 void Scheduler::Impl::TimerLoop() {
   std::vector<Completion> completions;
   mu_.Lock();
@@ -310,8 +317,7 @@ void Scheduler::Impl::TimerLoop() {
       mu_.Lock();
       continue;
     }
-    absl::Time wake = std::min(queue_.NextDueTime(now), next_deadline_);
-    if (!queue_.empty()) wake = std::min(wake, next_cancellation_poll_);
+    const absl::Time wake = TimerWakeLocked(now);
     timer_wake_ = wake;
     timer_cv_.WaitWithDeadline(&mu_, wake);
     // Awake: whatever changed meanwhile is seen at the top of the loop.
@@ -376,9 +382,7 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) { return impl_->Submit(
 
 void Scheduler::Shutdown() { impl_->Shutdown(); }
 
-void Scheduler::EvictTensor(absl::string_view registered_id) {
-  impl_->EvictTensor(registered_id);
-}
+void Scheduler::EvictTensor(absl::string_view registered_id) { impl_->EvictTensor(registered_id); }
 
 std::vector<DeviceStatus> Scheduler::devices() const { return impl_->devices(); }
 

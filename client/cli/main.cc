@@ -6,6 +6,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "client/cli/commands.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "dmlserve gRPC address (host:port)");
@@ -51,6 +53,14 @@ ABSL_FLAG(bool, stream, false, "run: send over ExecuteStream even a single reque
 ABSL_FLAG(std::string, service, "", "health: service name to ask about; empty is the server");
 
 int main(int argc, char** argv) {
+  // --help lists the flags of the file that defines main(); Abseil looks for
+  // one named after the program, which this file is not.
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::StrContains(path, "client/cli/");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "Runs dmlserve operators.\n"
       "Usage: dmlserve-cli SUBCOMMAND [flags]\n"

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DMLSERVE_X86 1
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/int16_dot_kernels.h"
@@ -18,27 +24,74 @@ int32_t ZeroPoint(const QuantizedMatMulOperation& op, size_t column) {
   return op.b_zero_point.data_as<uint8_t>()[index];
 }
 
-// The transpose reads kTileDepth rows of B, each one contiguous run of
-// kTileColumns elements, and writes kTileDepth consecutive elements of each
-// of kTileColumns packed columns (one 64-byte line each): both sides stay in
-// L1, and the padded stride keeps the written lines in distinct sets.
-constexpr size_t kTileDepth = 32;
-constexpr size_t kTileColumns = 64;
+// Each task packs kTileColumns columns; their packed rows are written a few
+// depth values at a time, and the padded stride keeps those lines in
+// distinct L1 sets.
+constexpr size_t kTileColumns = 256;
+
+#if DMLSERVE_X86
+// Columns [j, j + 16) of rows [k0, k0 + 8), zero points subtracted, written as
+// 8 consecutive depth values of each of the 16 packed columns: widening to
+// int16 and an 8x8 transpose in SSE2 registers (baseline on x86-64).
+template <typename T>
+inline void PackTile8x16(const T* in, size_t n, const int16_t* zero_points, int16_t* out,
+                         size_t stride) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i zp_low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points));
+  const __m128i zp_high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points + 8));
+  __m128i low[8], high[8];
+  for (int r = 0; r < 8; ++r) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + r * n));
+    const __m128i extension = std::is_signed_v<T> ? _mm_cmpgt_epi8(zero, bytes) : zero;
+    low[r] = _mm_sub_epi16(_mm_unpacklo_epi8(bytes, extension), zp_low);
+    high[r] = _mm_sub_epi16(_mm_unpackhi_epi8(bytes, extension), zp_high);
+  }
+  for (int half = 0; half < 2; ++half) {
+    const __m128i* r = half == 0 ? low : high;
+    const __m128i t0 = _mm_unpacklo_epi16(r[0], r[1]), t1 = _mm_unpackhi_epi16(r[0], r[1]);
+    const __m128i t2 = _mm_unpacklo_epi16(r[2], r[3]), t3 = _mm_unpackhi_epi16(r[2], r[3]);
+    const __m128i t4 = _mm_unpacklo_epi16(r[4], r[5]), t5 = _mm_unpackhi_epi16(r[4], r[5]);
+    const __m128i t6 = _mm_unpacklo_epi16(r[6], r[7]), t7 = _mm_unpackhi_epi16(r[6], r[7]);
+    const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+    const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+    const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+    const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+    const __m128i columns[8] = {_mm_unpacklo_epi64(u0, u4), _mm_unpackhi_epi64(u0, u4),
+                                _mm_unpacklo_epi64(u1, u5), _mm_unpackhi_epi64(u1, u5),
+                                _mm_unpacklo_epi64(u2, u6), _mm_unpackhi_epi64(u2, u6),
+                                _mm_unpacklo_epi64(u3, u7), _mm_unpackhi_epi64(u3, u7)};
+    for (int c = 0; c < 8; ++c) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (half * 8 + c) * stride), columns[c]);
+    }
+  }
+}
+#endif  // DMLSERVE_X86
 
 template <typename T>
 void PackColumns(const QuantizedMatMulOperation& op, const T* b, size_t begin, size_t end,
                  PackedB& packed) {
   const size_t k = op.k, n = op.n, stride = packed.stride, width = end - begin;
-  int32_t zero_points[kTileColumns];
-  for (size_t j = 0; j < width; ++j) zero_points[j] = ZeroPoint(op, begin + j);
+  int16_t zero_points[kTileColumns];
+  for (size_t j = 0; j < width; ++j)
+    zero_points[j] = static_cast<int16_t>(ZeroPoint(op, begin + j));
   int16_t* out = packed.values.get() + begin * stride;
-  for (size_t k0 = 0; k0 < k; k0 += kTileDepth) {
-    const size_t k1 = std::min(k, k0 + kTileDepth);
-    for (size_t kk = k0; kk < k1; ++kk) {
-      const T* in = b + kk * n + begin;
-      for (size_t j = 0; j < width; ++j) {
-        out[j * stride + kk] = static_cast<int16_t>(in[j] - zero_points[j]);
-      }
+  size_t simd_rows = 0, simd_columns = 0;
+#if DMLSERVE_X86
+  simd_rows = k / 8 * 8;
+  simd_columns = width / 16 * 16;
+  for (size_t k0 = 0; k0 < simd_rows; k0 += 8) {
+    for (size_t j = 0; j < simd_columns; j += 16) {
+      PackTile8x16(b + k0 * n + begin + j, n, zero_points + j, out + j * stride + k0, stride);
+    }
+  }
+#endif
+  // What the tiles left: the last k % 8 rows of every column, and every row
+  // of the last width % 16 columns.
+  for (size_t kk = 0; kk < k; ++kk) {
+    const T* in = b + kk * n + begin;
+    const size_t first = kk < simd_rows ? simd_columns : 0;
+    for (size_t j = first; j < width; ++j) {
+      out[j * stride + kk] = static_cast<int16_t>(in[j] - zero_points[j]);
     }
   }
   for (size_t j = 0; j < width; ++j) {

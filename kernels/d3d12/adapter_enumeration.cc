@@ -141,8 +141,8 @@ absl::StatusOr<ComPtr<ID3D12Device>> CreateAdapterDevice(int adapter_index) {
   absl::StatusOr<std::vector<DxgiAdapter>> adapters = ListDxgiAdapters();
   if (!adapters.ok()) return adapters.status();
   if (adapter_index < 0 || adapter_index >= static_cast<int>(adapters->size())) {
-    return absl::NotFoundError(absl::StrCat("no D3D12 adapter ", adapter_index, " (there are ",
-                                            adapters->size(), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("no D3D12 adapter ", adapter_index, " (there are ", adapters->size(), ")"));
   }
   ComPtr<ID3D12Device> device;
   HRESULT hr = D3D12CreateDevice((*adapters)[adapter_index].adapter.get(), kFeatureLevel,
@@ -164,8 +164,8 @@ absl::StatusOr<ComPtr<ID3D12Device>> CreateAdapterDevice(int adapter_index) {
   ComPtr<ID3D12Device> device;
   HRESULT hr = vkd3d_create_device(&create_info, __uuidof(ID3D12Device), device.put_void());
   if (FAILED(hr)) {
-    return HResultError(hr, absl::StrCat("vkd3d_create_device on '",
-                                         adapters.infos[adapter_index].name, "'"));
+    return HResultError(
+        hr, absl::StrCat("vkd3d_create_device on '", adapters.infos[adapter_index].name, "'"));
   }
   return device;
 #endif

@@ -24,7 +24,8 @@ absl::StatusOr<PooledBuffer> BufferPool::Acquire(uint64_t size_bytes) {
       return buffer;
     }
   }
-  absl::StatusOr<ComPtr<ID3D12Resource>> resource = factory_->Create(HeapKind::kDefault, size_class);
+  absl::StatusOr<ComPtr<ID3D12Resource>> resource =
+      factory_->Create(HeapKind::kDefault, size_class);
   if (!resource.ok()) return resource.status();
   PooledBuffer buffer;
   buffer.address = (*resource)->GetGPUVirtualAddress();

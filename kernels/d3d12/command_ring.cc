@@ -15,8 +15,8 @@ absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12De
   queue_desc.Type = D3D12_COMMAND_LIST_TYPE_COMPUTE;
   queue_desc.Priority = D3D12_COMMAND_QUEUE_PRIORITY_NORMAL;
   queue_desc.Flags = D3D12_COMMAND_QUEUE_FLAG_NONE;
-  HRESULT hr = d->CreateCommandQueue(&queue_desc, __uuidof(ID3D12CommandQueue),
-                                     ring->queue_.put_void());
+  HRESULT hr =
+      d->CreateCommandQueue(&queue_desc, __uuidof(ID3D12CommandQueue), ring->queue_.put_void());
   if (FAILED(hr)) return HResultError(hr, "CreateCommandQueue(COMPUTE)");
   hr = d->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), ring->fence_.put_void());
   if (FAILED(hr)) return HResultError(hr, "CreateFence");

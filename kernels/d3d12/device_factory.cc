@@ -20,15 +20,17 @@ absl::StatusOr<std::vector<AdapterInfo>> SelectAdapters(const D3D12Options& opti
     if (selected.empty()) {
       return absl::NotFoundError(absl::StrCat(
           "no D3D12 adapter to use: ", adapters->size(), " adapter(s), ",
-          adapters->empty() ? "none" : "all software", options.allow_software ? "" :
-          " (software adapters such as lavapipe or WARP only with --backend=d3d12)"));
+          adapters->empty() ? "none" : "all software",
+          options.allow_software
+              ? ""
+              : " (software adapters such as lavapipe or WARP only with --backend=d3d12)"));
     }
     return selected;
   }
   for (int index : options.adapter_indices) {
     if (index < 0 || index >= static_cast<int>(adapters->size())) {
-      return absl::InvalidArgumentError(absl::StrCat("no D3D12 adapter ", index, " (there are ",
-                                                     adapters->size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("no D3D12 adapter ", index, " (there are ", adapters->size(), ")"));
     }
     const AdapterInfo& adapter = (*adapters)[index];
     if (adapter.software && !options.allow_software) {

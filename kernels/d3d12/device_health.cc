@@ -21,8 +21,8 @@ absl::Status DeviceHealth::MarkLost(const absl::Status& cause) {
 absl::Status DeviceHealth::CheckAfterFailure(ID3D12Device* device, const absl::Status& failure) {
   HRESULT reason = device->GetDeviceRemovedReason();
   if (FAILED(reason)) {
-    return MarkLost(absl::UnavailableError(absl::StrCat(
-        failure.message(), " (device removed: ", HResultToString(reason), ")")));
+    return MarkLost(absl::UnavailableError(
+        absl::StrCat(failure.message(), " (device removed: ", HResultToString(reason), ")")));
   }
   // UNAVAILABLE comes from device-loss HRESULTs and failed fence waits,
   // DEADLINE_EXCEEDED from a fence that never completed (a hung device).

@@ -71,15 +71,15 @@ absl::Status FenceEvent::Wait(ID3D12Fence* fence, uint64_t value, uint32_t timeo
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("fence value ", value, " not reached after ", timeout_ms,
-                       " ms (completed: ", completed, "); the device is hung"));
+      return absl::DeadlineExceededError(absl::StrCat("fence value ", value, " not reached after ",
+                                                      timeout_ms, " ms (completed: ", completed,
+                                                      "); the device is hung"));
     }
     if (handle_ == nullptr) return absl::UnavailableError("no event to wait on the fence");
     HRESULT hr = fence->SetEventOnCompletion(value, handle_);
     if (FAILED(hr)) return HResultError(hr, "ID3D12Fence::SetEventOnCompletion");
-    // A signal left over from an earlier registration only costs one more
-    // turn of the loop.
+      // A signal left over from an earlier registration only costs one more
+      // turn of the loop.
 #ifdef _WIN32
     DWORD result = WaitForSingleObject(handle_, static_cast<DWORD>(remaining.count()));
     if (result != WAIT_OBJECT_0 && result != WAIT_TIMEOUT) {

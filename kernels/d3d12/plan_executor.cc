@@ -1,5 +1,6 @@
 #include "kernels/d3d12/plan_executor.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -85,8 +86,8 @@ absl::Status CheckBinding(const DispatchPlan& plan, size_t dispatch, const char*
   if (binding.offset_bytes % 4 != 0 || binding.offset_bytes >= spec.size_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("dispatch ", dispatch, " binds ", slot_kind, slot, " at offset ",
-                     binding.offset_bytes, " of buffer ", binding.buffer, " (",
-                     spec.size_bytes, " bytes); offsets are multiples of 4 inside the buffer"));
+                     binding.offset_bytes, " of buffer ", binding.buffer, " (", spec.size_bytes,
+                     " bytes); offsets are multiples of 4 inside the buffer"));
   }
   return absl::OkStatus();
 }
@@ -97,8 +98,8 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
     const BufferSpec& spec = plan.buffers[id];
     if (spec.size_bytes == 0 || spec.size_bytes % 4 != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffer ", id, " is ", spec.size_bytes, " bytes; sizes are positive multiples of 4"));
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", id, " is ", spec.size_bytes,
+                                                     " bytes; sizes are positive multiples of 4"));
     }
     if (spec.kind == BufferKind::kUpload || spec.kind == BufferKind::kResident) {
       if (spec.host_bytes == nullptr || spec.host_offset > spec.host_bytes->size() ||
@@ -116,10 +117,10 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
     const Dispatch& dispatch = plan.dispatches[d];
     if (dispatch.groups_x > kMaxGroupsPerDimension || dispatch.groups_y > kMaxGroupsPerDimension ||
         dispatch.groups_z > kMaxGroupsPerDimension) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dispatch ", d, " (", dispatch.kernel, ") has ", dispatch.groups_x, "x",
-          dispatch.groups_y, "x", dispatch.groups_z, " groups; D3D12 allows ",
-          kMaxGroupsPerDimension, " per dimension"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dispatch ", d, " (", dispatch.kernel, ") has ", dispatch.groups_x, "x",
+                       dispatch.groups_y, "x", dispatch.groups_z, " groups; D3D12 allows ",
+                       kMaxGroupsPerDimension, " per dimension"));
     }
     for (int slot = 0; slot < kSrvCount; ++slot) {
       absl::Status status = CheckBinding(plan, d, "t", slot, dispatch.srvs[slot]);
@@ -159,7 +160,8 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   // Pipelines first: building a kernel takes time and needs no command slot.
   std::vector<ID3D12PipelineState*> pipelines(plan.dispatches.size());
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
-    absl::StatusOr<ID3D12PipelineState*> pipeline = parts_.pipelines->Get(plan.dispatches[d].kernel);
+    absl::StatusOr<ID3D12PipelineState*> pipeline =
+        parts_.pipelines->Get(plan.dispatches[d].kernel);
     if (!pipeline.ok()) return DeviceFailure(pipeline.status());
     pipelines[d] = *pipeline;
   }
@@ -168,30 +170,40 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   if (!slot.ok()) return DeviceFailure(slot.status());
   ID3D12GraphicsCommandList* list = (*slot)->list();
 
-  // Buffers. A resident key listed twice in one plan is one buffer (and one
-  // upload): asking the store twice would wait for our own upload.
+  // Buffers. Resident ones first, in key order: a batch may wait for another
+  // batch's upload of one key while uploading another itself, and one order
+  // for everybody rules out two batches waiting for each other. A key listed
+  // twice in one plan is one buffer (and one upload): asking the store twice
+  // would wait for our own upload.
   const size_t count = plan.buffers.size();
   BatchBuffers buffers(parts_.pool, parts_.residents, count);
   std::vector<bool> upload_here(count, false);
-  std::unordered_map<std::string, BufferId> resident_ids;
+  std::vector<BufferId> resident_order;
   for (BufferId id = 0; id < count; ++id) {
+    if (plan.buffers[id].kind == BufferKind::kResident) resident_order.push_back(id);
+  }
+  std::stable_sort(resident_order.begin(), resident_order.end(), [&](BufferId a, BufferId b) {
+    return plan.buffers[a].resident_key < plan.buffers[b].resident_key;
+  });
+  for (size_t i = 0; i < resident_order.size(); ++i) {
+    const BufferId id = resident_order[i];
     const BufferSpec& spec = plan.buffers[id];
-    if (spec.kind == BufferKind::kResident) {
-      auto [first, inserted] = resident_ids.emplace(spec.resident_key, id);
-      if (!inserted) {
-        buffers.resident_[id] = buffers.resident_[first->second];
-        continue;
-      }
-      absl::StatusOr<ResidentTensors::Use> use =
-          parts_.residents->Acquire(spec.resident_key, spec.size_bytes);
-      if (!use.ok()) return DeviceFailure(use.status());
-      buffers.resident_[id] = std::move(use->buffer);
-      if (use->must_upload) {
-        buffers.uploading_.push_back(spec.resident_key);
-        upload_here[id] = true;
-      }
+    if (i > 0 && plan.buffers[resident_order[i - 1]].resident_key == spec.resident_key) {
+      buffers.resident_[id] = buffers.resident_[resident_order[i - 1]];
       continue;
     }
+    absl::StatusOr<ResidentTensors::Use> use =
+        parts_.residents->Acquire(spec.resident_key, spec.size_bytes);
+    if (!use.ok()) return DeviceFailure(use.status());
+    buffers.resident_[id] = std::move(use->buffer);
+    if (use->must_upload) {
+      buffers.uploading_.push_back(spec.resident_key);
+      upload_here[id] = true;
+    }
+  }
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.kind == BufferKind::kResident) continue;
     absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(spec.size_bytes);
     if (!buffer.ok()) return DeviceFailure(buffer.status());
     buffers.pooled_[id] = std::move(*buffer);
@@ -268,8 +280,7 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
     list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
                                        dispatch.constants.data(), 0);
     for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
-      list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index),
-                                             srv_address[slot_index]);
+      list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index), srv_address[slot_index]);
     }
     for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
       list->SetComputeRootUnorderedAccessView(RootUavParameter(slot_index),
@@ -312,8 +323,8 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   // A device can be removed without any call failing (vkd3d reports loss
   // only this way): do not trust outputs from a removed device.
   if (HRESULT reason = parts_.device->GetDeviceRemovedReason(); FAILED(reason)) {
-    return parts_.health->MarkLost(absl::UnavailableError(
-        absl::StrCat("GetDeviceRemovedReason: ", HResultToString(reason))));
+    return parts_.health->MarkLost(
+        absl::UnavailableError(absl::StrCat("GetDeviceRemovedReason: ", HResultToString(reason))));
   }
 
   for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);

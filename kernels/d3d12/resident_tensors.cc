@@ -16,12 +16,11 @@ bool ResidentTensors::KeyBelongsTo(absl::string_view key, absl::string_view id) 
 
 std::shared_ptr<const PooledBuffer> ResidentTensors::MakeShared(PooledBuffer buffer) {
   BufferPool* pool = pool_;
-  return std::shared_ptr<const PooledBuffer>(new PooledBuffer(std::move(buffer)),
-                                             [pool](const PooledBuffer* returned) {
-                                               pool->Release(std::move(
-                                                   *const_cast<PooledBuffer*>(returned)));
-                                               delete returned;
-                                             });
+  return std::shared_ptr<const PooledBuffer>(
+      new PooledBuffer(std::move(buffer)), [pool](const PooledBuffer* returned) {
+        pool->Release(std::move(*const_cast<PooledBuffer*>(returned)));
+        delete returned;
+      });
 }
 
 absl::StatusOr<ResidentTensors::Use> ResidentTensors::Acquire(const std::string& key,
@@ -35,9 +34,9 @@ absl::StatusOr<ResidentTensors::Use> ResidentTensors::Acquire(const std::string&
       continue;
     }
     if (it->second.size_bytes != size_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("resident tensor '", key, "' is ", it->second.size_bytes,
-                       " bytes, a plan asked for ", size_bytes));
+      return absl::InvalidArgumentError(absl::StrCat("resident tensor '", key, "' is ",
+                                                     it->second.size_bytes,
+                                                     " bytes, a plan asked for ", size_bytes));
     }
     if (it->second.ready) return Use{it->second.buffer, false};
     upload_finished_.wait(lock);

@@ -48,8 +48,7 @@ absl::StatusOr<StagingRings::Reservation> StagingRings::Reserve(uint64_t upload_
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     bool upload_too_small = upload_bytes > 0 && upload_.allocator.capacity() < upload_bytes;
-    bool readback_too_small =
-        readback_bytes > 0 && readback_.allocator.capacity() < readback_bytes;
+    bool readback_too_small = readback_bytes > 0 && readback_.allocator.capacity() < readback_bytes;
     if (upload_too_small || readback_too_small) {
       // Recreating a ring would pull it from under batches in flight.
       if (outstanding_ > 0) {
@@ -57,10 +56,9 @@ absl::StatusOr<StagingRings::Reservation> StagingRings::Reserve(uint64_t upload_
         continue;
       }
       if (upload_too_small) {
-        absl::Status status =
-            Recreate(upload_, HeapKind::kUpload,
-                     GrownCapacity(std::max(initial_bytes_, upload_.allocator.capacity()),
-                                   upload_bytes));
+        absl::Status status = Recreate(
+            upload_, HeapKind::kUpload,
+            GrownCapacity(std::max(initial_bytes_, upload_.allocator.capacity()), upload_bytes));
         if (!status.ok()) return status;
       }
       if (readback_too_small) {

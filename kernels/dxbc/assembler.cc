@@ -164,9 +164,9 @@ void Assembler::dcl_input(const Operand& input) {
   if (!IsInput(input.type())) return Fail("dcl_input: only thread-ID inputs are supported");
   if (input.type() == OperandType::kThreadIdInGroupFlattened) {
     // A scalar system value: declared with a 0-component operand.
-    DeclareTokens(Opcode::kDclInput, 0,
-                  {static_cast<uint32_t>(OperandType::kThreadIdInGroupFlattened)
-                   << kOperandTypeShift});
+    DeclareTokens(
+        Opcode::kDclInput, 0,
+        {static_cast<uint32_t>(OperandType::kThreadIdInGroupFlattened) << kOperandTypeShift});
   } else {
     Declare(Opcode::kDclInput, 0, {input}, {});
   }

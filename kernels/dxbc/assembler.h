@@ -98,7 +98,9 @@ class Assembler {
   void movc(const Operand& d, const Operand& c, const Operand& a, const Operand& b) {
     Op(Opcode::kMovc, {d}, {c, a, b});
   }
-  void iadd(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kIadd, {d}, {a, b}); }
+  void iadd(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kIadd, {d}, {a, b});
+  }
   void ineg(const Operand& d, const Operand& a) { Op(Opcode::kIneg, {d}, {a}); }
   // imul/umul write the high 32 bits to `hi` (null() to drop) and the low to `lo`.
   void imul(const Operand& hi, const Operand& lo, const Operand& a, const Operand& b) {
@@ -115,8 +117,7 @@ class Assembler {
   void umad(const Operand& d, const Operand& a, const Operand& b, const Operand& c) {
     Op(Opcode::kUmad, {d}, {a, b, c});
   }
-  void udiv(const Operand& quotient, const Operand& remainder, const Operand& a,
-            const Operand& b) {
+  void udiv(const Operand& quotient, const Operand& remainder, const Operand& a, const Operand& b) {
     Op(Opcode::kUdiv, {quotient, remainder}, {a, b});
   }
   // Add with carry-out / subtract with borrow-out (SM5). Not implemented by
@@ -127,17 +128,31 @@ class Assembler {
   void usubb(const Operand& diff, const Operand& borrow, const Operand& a, const Operand& b) {
     Op(Opcode::kUsubb, {diff, borrow}, {a, b});
   }
-  void ishl(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kIshl, {d}, {a, b}); }
-  void ushr(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kUshr, {d}, {a, b}); }
-  void ishr(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kIshr, {d}, {a, b}); }
+  void ishl(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kIshl, {d}, {a, b});
+  }
+  void ushr(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kUshr, {d}, {a, b});
+  }
+  void ishr(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kIshr, {d}, {a, b});
+  }
   void and_(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kAnd, {d}, {a, b}); }
   void or_(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kOr, {d}, {a, b}); }
   void xor_(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kXor, {d}, {a, b}); }
   void not_(const Operand& d, const Operand& a) { Op(Opcode::kNot, {d}, {a}); }
-  void imin(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kImin, {d}, {a, b}); }
-  void imax(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kImax, {d}, {a, b}); }
-  void umin(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kUmin, {d}, {a, b}); }
-  void umax(const Operand& d, const Operand& a, const Operand& b) { Op(Opcode::kUmax, {d}, {a, b}); }
+  void imin(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kImin, {d}, {a, b});
+  }
+  void imax(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kImax, {d}, {a, b});
+  }
+  void umin(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kUmin, {d}, {a, b});
+  }
+  void umax(const Operand& d, const Operand& a, const Operand& b) {
+    Op(Opcode::kUmax, {d}, {a, b});
+  }
   // Bit fields: ubfe/ibfe extract `width` bits at `offset`; bfi inserts the
   // low `width` bits of `insert` into `base` at `offset`.
   void ubfe(const Operand& d, const Operand& width, const Operand& offset, const Operand& s) {

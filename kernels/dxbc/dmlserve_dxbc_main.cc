@@ -32,7 +32,8 @@ int Usage() {
 
 bool WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   return static_cast<bool>(out);
 }
 
@@ -73,7 +74,8 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "--disasm-file" && args.size() == 2) {
     std::ifstream in(args[1], std::ios::binary);
-    std::vector<uint8_t> blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> blob((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
     absl::StatusOr<std::string> text = dmlserve::dxbc::DisassembleContainer(blob);
     if (!text.ok()) {
       std::cerr << args[1] << ": " << text.status() << "\n";

@@ -121,10 +121,10 @@ inline constexpr uint32_t kConstantBufferDynamicIndexed = 1u << 11;
 inline constexpr uint32_t kUavGloballyCoherent = 1u << 16;
 
 // sync flags (controls of kSync).
-inline constexpr uint32_t kSyncThreadsInGroup = 1u << 11;       // _t
-inline constexpr uint32_t kSyncGroupSharedMemory = 1u << 12;    // _g
-inline constexpr uint32_t kSyncUavMemoryGroup = 1u << 13;       // _ugroup
-inline constexpr uint32_t kSyncUavMemoryGlobal = 1u << 14;      // _uglobal
+inline constexpr uint32_t kSyncThreadsInGroup = 1u << 11;     // _t
+inline constexpr uint32_t kSyncGroupSharedMemory = 1u << 12;  // _g
+inline constexpr uint32_t kSyncUavMemoryGroup = 1u << 13;     // _ugroup
+inline constexpr uint32_t kSyncUavMemoryGlobal = 1u << 14;    // _uglobal
 
 // dcl_globalFlags flags.
 inline constexpr uint32_t kGlobalFlagRefactoringAllowed = 1u << 11;

@@ -25,7 +25,9 @@ class SharedServerEnvironment : public ::testing::Environment {
     if (ServerSlot() == nullptr) return;
     absl::StatusOr<int> code = ServerSlot()->Stop();
     EXPECT_TRUE(code.ok()) << code.status();
-    if (code.ok()) EXPECT_EQ(*code, 0) << ServerSlot()->Output();
+    if (code.ok()) {
+      EXPECT_EQ(*code, 0) << ServerSlot()->Output();
+    }
     ServerSlot().reset();
   }
 };

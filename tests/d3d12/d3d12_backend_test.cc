@@ -48,8 +48,8 @@ std::unique_ptr<Device> OneDevice(D3D12Options options) {
 // A cumulative summation of `n` int32 values (a scan every planner handles).
 Operation IntegerSum(uint32_t n, uint64_t seed) {
   reference::RandomOperationGenerator generator(seed);
-  Tensor input = generator.RandomTensor(OperatorKind::kCumulativeSummation, DataType::kInt32,
-                                        Shape{n});
+  Tensor input =
+      generator.RandomTensor(OperatorKind::kCumulativeSummation, DataType::kInt32, Shape{n});
   absl::StatusOr<ScanOperation> op = MakeScanOperation(
       OperatorKind::kCumulativeSummation, std::move(input), 0, AxisDirection::kIncreasing, false);
   EXPECT_TRUE(op.ok()) << op.status();
@@ -83,9 +83,8 @@ TEST(CreateD3D12DevicesTest, SeveralLogicalDevicesPerAdapter) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 3; ++i) {
     items[i].operation = &operations[i];
-    threads.emplace_back([&, i] {
-      results[i] = (*devices)[i]->Execute(absl::MakeSpan(&items[i], 1));
-    });
+    threads.emplace_back(
+        [&, i] { results[i] = (*devices)[i]->Execute(absl::MakeSpan(&items[i], 1)); });
   }
   for (std::thread& thread : threads) thread.join();
   for (int i = 0; i < 3; ++i) {
@@ -107,8 +106,7 @@ TEST(CreateD3D12DevicesTest, SoftwareAdaptersOnlyWhenAllowed) {
   ASSERT_TRUE(adapters.ok());
   int hardware = 0;
   for (const AdapterInfo& adapter : *adapters) hardware += adapter.software ? 0 : 1;
-  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-      CreateD3D12Devices(D3D12Options());
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices = CreateD3D12Devices(D3D12Options());
   if (hardware == 0) {
     EXPECT_TRUE(absl::IsNotFound(devices.status())) << devices.status();
   } else {

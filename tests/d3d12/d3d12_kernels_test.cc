@@ -60,8 +60,7 @@ class D3D12KernelsTest : public ::testing::Test {
   static void CompareWithCpu(const std::vector<Operation>& batch, const std::string& what) {
     ASSERT_NE(d3d12_, nullptr);
     absl::StatusOr<std::vector<Tensor>> gpu = RunBatch(d3d12_, batch);
-    ASSERT_TRUE(gpu.ok()) << what << ": " << reference::Describe(batch[0]) << ": "
-                          << gpu.status();
+    ASSERT_TRUE(gpu.ok()) << what << ": " << reference::Describe(batch[0]) << ": " << gpu.status();
     absl::StatusOr<std::vector<Tensor>> cpu = RunBatch(cpu_, batch);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -88,8 +87,7 @@ Device* D3D12KernelsTest::cpu_ = nullptr;
 
 TEST_F(D3D12KernelsTest, EveryConformanceCaseExactly) {
   ASSERT_NE(d3d12_, nullptr);
-  absl::StatusOr<std::vector<reference::ConformanceCase>> cases =
-      reference::LoadConformanceCases();
+  absl::StatusOr<std::vector<reference::ConformanceCase>> cases = reference::LoadConformanceCases();
   ASSERT_TRUE(cases.ok()) << cases.status();
   ASSERT_FALSE(cases->empty());
   for (const reference::ConformanceCase& c : *cases) {
@@ -105,8 +103,7 @@ TEST_F(D3D12KernelsTest, EveryConformanceCaseExactly) {
 
 TEST_F(D3D12KernelsTest, ConformanceCasesAsOneBatchPerOperator) {
   ASSERT_NE(d3d12_, nullptr);
-  absl::StatusOr<std::vector<reference::ConformanceCase>> cases =
-      reference::LoadConformanceCases();
+  absl::StatusOr<std::vector<reference::ConformanceCase>> cases = reference::LoadConformanceCases();
   ASSERT_TRUE(cases.ok()) << cases.status();
   // Scans of one operator and type with the same direction and exclusivity
   // may share a batch (scheduler/compatibility_key.h).
@@ -147,8 +144,8 @@ TEST_F(D3D12KernelsTest, RandomScansMatchTheCpuBackend) {
     const int size = 1 + static_cast<int>(generator.rng()() % 4);
     while (static_cast<int>(batch.size()) < size) {
       ScanOperation other = generator.NextScan(first.kind, first.input.data_type);
-      absl::StatusOr<ScanOperation> compatible = MakeScanOperation(
-          first.kind, other.input, other.axis, first.direction, first.exclusive);
+      absl::StatusOr<ScanOperation> compatible =
+          MakeScanOperation(first.kind, other.input, other.axis, first.direction, first.exclusive);
       ASSERT_TRUE(compatible.ok()) << compatible.status();
       batch.push_back(*compatible);
     }
@@ -182,8 +179,8 @@ TEST_F(D3D12KernelsTest, RegisteredWeightsStayResident) {
   QuantizedMatMulOperation first = generator.NextMatMul();
   first.b.registered_id = "resident-test-weights";
   QuantizedMatMulOperation second = first;
-  second.a = generator.RandomTensor(OperatorKind::kQuantizedLinearMatrixMultiply,
-                                    first.a.data_type, first.a.sizes);
+  second.a = generator.RandomTensor(OperatorKind::kQuantizedLinearMatrixMultiply, first.a.data_type,
+                                    first.a.sizes);
   EXPECT_FALSE(device->IsResident("resident-test-weights"));
   const uint64_t uploads = device->runtime().stats().resident_uploads;
   CompareWithCpu({first}, "first batch");

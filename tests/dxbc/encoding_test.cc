@@ -52,9 +52,7 @@ std::vector<uint32_t> DeclarationOf(void (*emit)(Assembler&)) {
 }
 
 TEST(DeclarationEncodingTest, MatchesFxcWords) {
-  EXPECT_THAT(DeclarationOf([](Assembler& a) {
-                a.dcl_globalFlags(kGlobalFlagRefactoringAllowed);
-              }),
+  EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_globalFlags(kGlobalFlagRefactoringAllowed); }),
               ElementsAre(0x0100086au));  // fxc
   EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_constantbuffer(0, 2); }),
               ElementsAre(0x04000059u, 0x00208e46u, 0u, 2u));  // fxc
@@ -70,16 +68,13 @@ TEST(DeclarationEncodingTest, MatchesFxcWords) {
               ElementsAre(0x0400009fu, 0x0011f000u, 0u, 256u));  // fxc
   EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadID().xy()); }),
               ElementsAre(0x0200005fu, 0x00020032u));  // fxc
+  EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadGroupID().x()); }),
+              ElementsAre(0x0200005fu, 0x00021012u));  // fxc
+  EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadIDInGroup().xyz()); }),
+              ElementsAre(0x0200005fu, 0x00022072u));
   EXPECT_THAT(
-      DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadGroupID().x()); }),
-      ElementsAre(0x0200005fu, 0x00021012u));  // fxc
-  EXPECT_THAT(
-      DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadIDInGroup().xyz()); }),
-      ElementsAre(0x0200005fu, 0x00022072u));
-  EXPECT_THAT(DeclarationOf([](Assembler& a) {
-                a.dcl_input(Assembler::vThreadIDInGroupFlattened());
-              }),
-              ElementsAre(0x0200005fu, 0x00024000u));  // fxc
+      DeclarationOf([](Assembler& a) { a.dcl_input(Assembler::vThreadIDInGroupFlattened()); }),
+      ElementsAre(0x0200005fu, 0x00024000u));  // fxc
   EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_temps(3); }),
               ElementsAre(0x02000068u, 3u));  // fxc
   EXPECT_THAT(DeclarationOf([](Assembler& a) { a.dcl_indexable_temp(0, 8, 4); }),
@@ -101,10 +96,10 @@ TEST(InstructionEncodingTest, VectorImmediateAndSwizzle) {
   using A = Assembler;
   a.mov(A::r(0).xy(), A::l(0, 0, 0, 0));
   a.imad(A::r(2).xyzw(), A::r(3).sel("xxxx"), A::r(4), A::r(2));
-  EXPECT_THAT(a.Code(),
-              ElementsAre(0x08000036u, 0x00100032u, 0u, 0x00004002u, 0u, 0u, 0u, 0u,  // fxc
-                          0x09000023u, 0x001000f2u, 2u, 0x00100006u, 3u, 0x00100e46u, 4u,
-                          0x00100e46u, 2u));
+  EXPECT_THAT(
+      a.Code(),
+      ElementsAre(0x08000036u, 0x00100032u, 0u, 0x00004002u, 0u, 0u, 0u, 0u,  // fxc
+                  0x09000023u, 0x001000f2u, 2u, 0x00100006u, 3u, 0x00100e46u, 4u, 0x00100e46u, 2u));
 }
 
 TEST(InstructionEncodingTest, ThreadIdSourcesAndConstantBuffer) {
@@ -113,11 +108,11 @@ TEST(InstructionEncodingTest, ThreadIdSourcesAndConstantBuffer) {
   a.ishl(A::r(0).x(), A::vThreadGroupID().x(), A::l(1));
   a.mov(A::r(0).y(), A::vThreadIDInGroupFlattened().x());
   a.imul(A::r(1).x(), A::vThreadID().y(), A::cb(0, 1).z());
-  EXPECT_THAT(a.Code(),
-              ElementsAre(0x06000029u, 0x00100012u, 0u, 0x0002100au, 0x00004001u, 1u,  // fxc
-                          0x04000036u, 0x00100022u, 0u, 0x0002400au,                    // fxc
-                          0x08000026u, 0x0000d000u, 0x00100012u, 1u, 0x0002001au, 0x0020802au, 0u,
-                          1u));
+  EXPECT_THAT(
+      a.Code(),
+      ElementsAre(0x06000029u, 0x00100012u, 0u, 0x0002100au, 0x00004001u, 1u,  // fxc
+                  0x04000036u, 0x00100022u, 0u, 0x0002400au,                   // fxc
+                  0x08000026u, 0x0000d000u, 0x00100012u, 1u, 0x0002001au, 0x0020802au, 0u, 1u));
 }
 
 TEST(InstructionEncodingTest, NegateAndAbsModifiers) {
@@ -142,19 +137,19 @@ TEST(InstructionEncodingTest, EveryNamedOpcode) {
   };
   // dst + 1 src: 1 + 2 + 2 tokens; dst + 2 src: 7; dst + 3 src: 9.
   check([](TestAssembler& t) { t.mov(A::r(0).x(), A::r(1).x()); }, 0x36, 5);
-  check([](TestAssembler& t) { t.movc(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x37, 9);
+  check([](TestAssembler& t) { t.movc(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x37,
+        9);
   check([](TestAssembler& t) { t.ineg(A::r(0).x(), A::r(1).x()); }, 0x28, 5);
-  check([](TestAssembler& t) { t.umul(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x51, 9);
-  check([](TestAssembler& t) { t.umad(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x52, 9);
-  check([](TestAssembler& t) { t.udiv(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x4e, 9);
-  check([](TestAssembler& t) { t.uaddc(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x84, 9);
-  check([](TestAssembler& t) { t.usubb(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x85, 9);
+  check([](TestAssembler& t) { t.umul(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x51,
+        9);
+  check([](TestAssembler& t) { t.umad(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x52,
+        9);
+  check([](TestAssembler& t) { t.udiv(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x4e,
+        9);
+  check([](TestAssembler& t) { t.uaddc(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x84,
+        9);
+  check([](TestAssembler& t) { t.usubb(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x85,
+        9);
   check([](TestAssembler& t) { t.ishl(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x29, 7);
   check([](TestAssembler& t) { t.ushr(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x55, 7);
   check([](TestAssembler& t) { t.ishr(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x2a, 7);
@@ -174,8 +169,8 @@ TEST(InstructionEncodingTest, EveryNamedOpcode) {
   check([](TestAssembler& t) { t.imax(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x24, 7);
   check([](TestAssembler& t) { t.add(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x00, 7);
   check([](TestAssembler& t) { t.mul(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x38, 7);
-  check([](TestAssembler& t) { t.mad(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); },
-        0x32, 9);
+  check([](TestAssembler& t) { t.mad(A::r(0).x(), A::r(1).x(), A::r(2).x(), A::r(3).x()); }, 0x32,
+        9);
   check([](TestAssembler& t) { t.div(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x0e, 7);
   check([](TestAssembler& t) { t.min(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x33, 7);
   check([](TestAssembler& t) { t.max(A::r(0).x(), A::r(1).x(), A::r(2).x()); }, 0x34, 7);
@@ -186,15 +181,10 @@ TEST(InstructionEncodingTest, EveryNamedOpcode) {
   check([](TestAssembler& t) { t.utof(A::r(0).x(), A::r(1).x()); }, 0x56, 5);
   check([](TestAssembler& t) { t.f16tof32(A::r(0).x(), A::r(1).x()); }, 0x83, 5);
   check([](TestAssembler& t) { t.f32tof16(A::r(0).x(), A::r(1).x()); }, 0x82, 5);
-  check([](TestAssembler& t) { t.ubfe(A::r(0).x(), A::l(8), A::l(16), A::r(1).x()); }, 0x8a,
-        9);
-  check([](TestAssembler& t) { t.ibfe(A::r(0).x(), A::l(8), A::l(16), A::r(1).x()); }, 0x8b,
-        9);
-  check(
-      [](TestAssembler& t) {
-        t.bfi(A::r(0).x(), A::l(16), A::l(16), A::r(1).x(), A::r(2).x());
-      },
-      0x8c, 11);
+  check([](TestAssembler& t) { t.ubfe(A::r(0).x(), A::l(8), A::l(16), A::r(1).x()); }, 0x8a, 9);
+  check([](TestAssembler& t) { t.ibfe(A::r(0).x(), A::l(8), A::l(16), A::r(1).x()); }, 0x8b, 9);
+  check([](TestAssembler& t) { t.bfi(A::r(0).x(), A::l(16), A::l(16), A::r(1).x(), A::r(2).x()); },
+        0x8c, 11);
 }
 
 TEST(InstructionEncodingTest, RawMemoryAccess) {
@@ -206,12 +196,11 @@ TEST(InstructionEncodingTest, RawMemoryAccess) {
   a.store_raw(A::g(0).x(), A::r(0).x(), A::r(1).z());  // g0
   a.ld_raw(A::r(2).x(), A::l(252), A::g(0));
   EXPECT_THAT(a.Code(),
-              ElementsAreArray({0x070000a5u, 0x00100022u, 0u, 0x0010000au, 0u, 0x00107006u, 0u,
-                                0x070000a5u, 0x001000c2u, 1u, 0x0010000au, 0u, 0x0011e406u, 0u,
-                                0x070000a6u, 0x0011e0f2u, 1u, 0x00004001u, 16u, 0x00100e46u, 0u,
-                                0x070000a6u, 0x0011f012u, 0u, 0x0010000au, 0u, 0x0010002au, 1u,
-                                0x070000a5u, 0x00100012u, 2u, 0x00004001u, 252u, 0x0011f006u,
-                                0u}));
+              ElementsAreArray({0x070000a5u, 0x00100022u, 0u, 0x0010000au, 0u,   0x00107006u, 0u,
+                                0x070000a5u, 0x001000c2u, 1u, 0x0010000au, 0u,   0x0011e406u, 0u,
+                                0x070000a6u, 0x0011e0f2u, 1u, 0x00004001u, 16u,  0x00100e46u, 0u,
+                                0x070000a6u, 0x0011f012u, 0u, 0x0010000au, 0u,   0x0010002au, 1u,
+                                0x070000a5u, 0x00100012u, 2u, 0x00004001u, 252u, 0x0011f006u, 0u}));
 }
 
 TEST(InstructionEncodingTest, ControlFlowAndSync) {
@@ -239,8 +228,8 @@ TEST(InstructionEncodingTest, IndexableTempWithRelativeIndex) {
   a.mov(A::x(0, A::r(1).x(), 2).x(), A::r(0).x());
   a.mov(A::r(0).y(), A::x(0, 5).y());
   EXPECT_THAT(a.Code(),
-              ElementsAreArray({0x08000036u, 0x06203012u, 0u, 2u, 0x0010000au, 1u, 0x0010000au,
-                                0u, 0x06000036u, 0x00100022u, 0u, 0x0020301au, 0u, 5u}));
+              ElementsAreArray({0x08000036u, 0x06203012u, 0u, 2u, 0x0010000au, 1u, 0x0010000au, 0u,
+                                0x06000036u, 0x00100022u, 0u, 0x0020301au, 0u, 5u}));
 }
 
 TEST(AssemblerErrorTest, RejectsMisuse) {

@@ -50,12 +50,13 @@ TEST(KernelKeyTest, ScanKeysRoundTrip) {
 }
 
 TEST(KernelKeyTest, RejectsMalformedAndUnsupportedKeys) {
-  for (const char* key : {"", "scan.", "scan.line/sum/f32/inc/incl", "scan.line/sum/f32/up/incl/t64p4",
-                          "scan.line/sum/u16/inc/incl/t64p4",   // UINT16 is product-only
-                          "scan.line/prod/i64/inc/incl/t64p4",  // 64-bit is sum-only
-                          "scan.line/sum/f32/inc/incl/t63p4",   // threads not a power of 2
-                          "scan.reduce/sum/f32/inc/incl/t64p4", // reduce takes no incl/excl
-                          "scan.pack16/f32", "nosuch.kernel"}) {
+  for (const char* key :
+       {"", "scan.", "scan.line/sum/f32/inc/incl", "scan.line/sum/f32/up/incl/t64p4",
+        "scan.line/sum/u16/inc/incl/t64p4",    // UINT16 is product-only
+        "scan.line/prod/i64/inc/incl/t64p4",   // 64-bit is sum-only
+        "scan.line/sum/f32/inc/incl/t63p4",    // threads not a power of 2
+        "scan.reduce/sum/f32/inc/incl/t64p4",  // reduce takes no incl/excl
+        "scan.pack16/f32", "nosuch.kernel"}) {
     EXPECT_FALSE(BuildKernel(key).ok()) << key;
   }
 }

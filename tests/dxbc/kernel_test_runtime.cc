@@ -41,8 +41,8 @@ absl::StatusOr<KernelTestRuntime*> KernelTestRuntime::Get() {
   }
   absl::StatusOr<ComPtr<ID3D12Device>> device = CreateAdapterDevice(index);
   if (!device.ok()) return failure = device.status();
-  auto library = std::make_shared<KernelLibrary>(
-      [](const KernelKey& key) { return BuildKernel(key); });
+  auto library =
+      std::make_shared<KernelLibrary>([](const KernelKey& key) { return BuildKernel(key); });
   RuntimeOptions options;
   options.name = "d3d12:kernel-test";
   absl::StatusOr<std::unique_ptr<DeviceRuntime>> runtime =

@@ -66,8 +66,7 @@ Tensor Floats(const Shape& sizes, std::mt19937_64& rng, float low, float high) {
 }
 
 TEST(QuantizedMatMulKernelTest, ConformanceExamplesAreExact) {
-  absl::StatusOr<std::vector<reference::ConformanceCase>> cases =
-      reference::LoadConformanceCases();
+  absl::StatusOr<std::vector<reference::ConformanceCase>> cases = reference::LoadConformanceCases();
   ASSERT_TRUE(cases.ok()) << cases.status();
   KernelTestRuntime* runtime = Runtime();
   ASSERT_NE(runtime, nullptr);

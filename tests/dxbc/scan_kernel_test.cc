@@ -82,8 +82,7 @@ void RunAndCheck(const std::vector<Operation>& operations, const Strategy& strat
 }
 
 TEST(ScanKernelTest, ConformanceExamplesAreExact) {
-  absl::StatusOr<std::vector<reference::ConformanceCase>> cases =
-      reference::LoadConformanceCases();
+  absl::StatusOr<std::vector<reference::ConformanceCase>> cases = reference::LoadConformanceCases();
   ASSERT_TRUE(cases.ok()) << cases.status();
   KernelTestRuntime* runtime = Runtime();
   ASSERT_NE(runtime, nullptr);
@@ -144,8 +143,8 @@ TEST(ScanKernelTest, Int64SumsCarryIntoTheHighWord) {
     for (int i = 0; i < 5000; ++i) {
       values[i] = (i % 3 == 0) ? 0xffffffffull : (i % 3 == 1 ? 0x80000001ull : ~uint64_t{0});
     }
-    absl::StatusOr<ScanOperation> op = MakeScanOperation(
-        OperatorKind::kCumulativeSummation, input, 0, AxisDirection::kIncreasing, false);
+    absl::StatusOr<ScanOperation> op = MakeScanOperation(OperatorKind::kCumulativeSummation, input,
+                                                         0, AxisDirection::kIncreasing, false);
     ASSERT_TRUE(op.ok());
     for (const Strategy& strategy : Strategies()) RunAndCheck({*op}, strategy);
   }
@@ -173,10 +172,30 @@ TEST(ScanKernelTest, SixteenBitOddSizesAndSharedDwords) {
   for (const Strategy& strategy : Strategies()) RunAndCheck(operations, strategy);
 }
 
+// More groups than D3D12's 65535 per dimension: the planner spreads them over
+// a 2-D grid and the kernels renumber them.
+TEST(ScanKernelTest, MoreThan65535GroupsUseATwoDimensionalGrid) {
+  reference::RandomOperationGenerator generator(3);
+  Tensor input =
+      generator.RandomTensor(OperatorKind::kCumulativeSummation, DataType::kInt32, {70000, 40});
+  absl::StatusOr<ScanOperation> op = MakeScanOperation(
+      OperatorKind::kCumulativeSummation, std::move(input), 1, AxisDirection::kDecreasing, true);
+  ASSERT_TRUE(op.ok());
+  std::vector<Operation> operations = {*op};
+  std::vector<WorkItem> items(1);
+  items[0].operation = &operations[0];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->dispatches.size(), 1u);  // one group per line
+  EXPECT_EQ(plan->dispatches[0].groups_x, 65535u);
+  EXPECT_EQ(plan->dispatches[0].groups_y, 2u);
+  RunAndCheck(operations, Strategies()[0]);
+}
+
 TEST(ScanPlannerTest, OneStagePerPassAndBarriersBetweenStages) {
   Tensor input = Tensor::Allocate(DataType::kFloat16, {2, 5000});
-  absl::StatusOr<ScanOperation> op = MakeScanOperation(
-      OperatorKind::kCumulativeSummation, input, 1, AxisDirection::kIncreasing, false);
+  absl::StatusOr<ScanOperation> op = MakeScanOperation(OperatorKind::kCumulativeSummation, input, 1,
+                                                       AxisDirection::kIncreasing, false);
   ASSERT_TRUE(op.ok());
   std::vector<Operation> operations = {*op, *op};
   std::vector<WorkItem> items(2);

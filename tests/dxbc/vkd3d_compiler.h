@@ -4,9 +4,9 @@
 // Runs /usr/bin/vkd3d-compiler (vkd3d 1.2's DXBC -> SPIR-V compiler) on a
 // blob: the independent check that vkd3d parses our containers and programs.
 
-#include <cstdint>
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -25,7 +25,8 @@ inline CompileResult RunVkd3dCompiler(const std::vector<uint8_t>& blob, const st
   const std::string path = ::testing::TempDir() + "/" + name + ".dxbc";
   {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
+    out.write(reinterpret_cast<const char*>(blob.data()),
+              static_cast<std::streamsize>(blob.size()));
   }
   const std::string command = std::string(DMLSERVE_VKD3D_COMPILER) +
                               " -x dxbc-tpf -b spirv-binary -o /dev/null " + path + " 2>&1";

@@ -35,9 +35,9 @@ TEST(CompatibilityKeyTest, ScansDifferInKindTypeDirectionAndExclusivity) {
   EXPECT_NE(KeyOf(base), KeyOf(ScanOf(DataType::kInt32, {4}, 1)));
   EXPECT_NE(KeyOf(base),
             KeyOf(ScanOf(DataType::kFloat32, {4}, 1, 0, OperatorKind::kCumulativeProduct)));
-  EXPECT_NE(KeyOf(base), KeyOf(ScanOf(DataType::kFloat32, {4}, 1, 0,
-                                      OperatorKind::kCumulativeSummation,
-                                      AxisDirection::kDecreasing)));
+  EXPECT_NE(KeyOf(base),
+            KeyOf(ScanOf(DataType::kFloat32, {4}, 1, 0, OperatorKind::kCumulativeSummation,
+                         AxisDirection::kDecreasing)));
   EXPECT_NE(KeyOf(base),
             KeyOf(ScanOf(DataType::kFloat32, {4}, 1, 0, OperatorKind::kCumulativeSummation,
                          AxisDirection::kIncreasing, /*exclusive=*/true)));

@@ -134,8 +134,7 @@ class SchedulerTest : public ::testing::Test {
 
   static void ExpectCorrectScan(Submitted& submitted) {
     ASSERT_TRUE(submitted.result.status.ok()) << submitted.result.status;
-    const Tensor expected =
-        ReferenceScan(std::get<ScanOperation>(submitted.job->operation));
+    const Tensor expected = ReferenceScan(std::get<ScanOperation>(submitted.job->operation));
     const Tensor& output = submitted.result.output;
     EXPECT_EQ(output.data_type, expected.data_type);
     EXPECT_EQ(output.sizes, expected.sizes);
@@ -204,10 +203,10 @@ TEST_F(SchedulerTest, IncompatibleScansNeverShareABatch) {
       Submit(ScanOf(kF32, {4}, 1)),
       Submit(ScanOf(DataType::kInt32, {4}, 2)),
       Submit(ScanOf(kF32, {4}, 3, 0, OperatorKind::kCumulativeProduct)),
-      Submit(ScanOf(kF32, {4}, 4, 0, OperatorKind::kCumulativeSummation,
-                    AxisDirection::kDecreasing)),
-      Submit(ScanOf(kF32, {4}, 5, 0, OperatorKind::kCumulativeSummation,
-                    AxisDirection::kIncreasing, /*exclusive=*/true)),
+      Submit(
+          ScanOf(kF32, {4}, 4, 0, OperatorKind::kCumulativeSummation, AxisDirection::kDecreasing)),
+      Submit(ScanOf(kF32, {4}, 5, 0, OperatorKind::kCumulativeSummation, AxisDirection::kIncreasing,
+                    /*exclusive=*/true)),
       Submit(ScanOf(kF32, {4}, 6)),  // joins the first
   };
   devices_[0]->Release();
@@ -525,9 +524,8 @@ TEST_F(SchedulerTest, ReportsToTheObserver) {
   EXPECT_EQ(*std::max_element(depths.begin(), depths.end()), 3);
   EXPECT_EQ(depths.back(), 0);
   EXPECT_EQ(observer_.jobs_started(), 4);
-  EXPECT_THAT(observer_.batches(),
-              ElementsAre(std::pair<std::string, int>("test:0", 1),
-                          std::pair<std::string, int>("test:0", 3)));
+  EXPECT_THAT(observer_.batches(), ElementsAre(std::pair<std::string, int>("test:0", 1),
+                                               std::pair<std::string, int>("test:0", 3)));
   for (auto& job : jobs) {
     EXPECT_EQ(job->result.info.batch_size, 3u);
     EXPECT_GE(job->result.info.queue_duration, absl::ZeroDuration());
@@ -543,11 +541,11 @@ TEST_F(SchedulerTest, DoneMayCallBackIntoTheScheduler) {
   auto first = std::make_shared<Submitted>();
   first->job->operation = ScanOf(kF32, {2}, 1);
   Scheduler* scheduler = scheduler_.get();
-  first->job->done = [first, follow_up, scheduler](JobResult result) {
-    first->result = std::move(result);
+  first->job->done = [self = first.get(), next = follow_up->job, scheduler](JobResult result) {
+    self->result = std::move(result);
     EXPECT_EQ(scheduler->devices().size(), 1u);
-    EXPECT_TRUE(scheduler->Submit(follow_up->job).ok());
-    first->finished.Notify();
+    EXPECT_TRUE(scheduler->Submit(next).ok());
+    self->finished.Notify();
   };
   ASSERT_TRUE(scheduler_->Submit(first->job).ok());
   ASSERT_TRUE(first->Await());

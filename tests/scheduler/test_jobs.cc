@@ -60,11 +60,12 @@ std::shared_ptr<Submitted> NewJob(Operation operation, absl::Time deadline) {
   auto submitted = std::make_shared<Submitted>();
   submitted->job->operation = std::move(operation);
   submitted->job->deadline = deadline;
-  // Submitted owns the job and the job's callback owns Submitted; the
-  // scheduler drops the callback once called, which breaks the cycle.
-  submitted->job->done = [submitted](JobResult result) {
-    submitted->result = std::move(result);
-    submitted->finished.Notify();
+  // Weak: Submitted owns the job, and so the callback.
+  submitted->job->done = [weak = std::weak_ptr<Submitted>(submitted)](JobResult result) {
+    if (std::shared_ptr<Submitted> submitted = weak.lock()) {
+      submitted->result = std::move(result);
+      submitted->finished.Notify();
+    }
   };
   return submitted;
 }

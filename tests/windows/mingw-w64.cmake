@@ -1,5 +1,5 @@
 # CMake toolchain file: cross-compile for 64-bit Windows with Debian's
-# mingw-w64 (apt-get install g++-mingw-w64-x86-64). The posix thread model is
+# mingw-w64 (apt-get install g++-mingw-w64-x86-64-posix). The posix thread model is
 # needed for std::thread/std::mutex.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)

@@ -14,11 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "embedded_test_kernels.inc"
 #include "kernels/d3d12/adapter_enumeration.h"
 #include "kernels/d3d12/device_runtime.h"
 #include "kernels/d3d12/kernel_library.h"
-
-#include "embedded_test_kernels.inc"
 
 namespace dmlserve::d3d12 {
 namespace {
@@ -93,8 +92,7 @@ bool RunAdd(DeviceRuntime& runtime, BufferSpec a_spec, const std::vector<uint32_
   DispatchPlan plan;
   plan.buffers = {std::move(a_spec), Host(BufferKind::kUpload, b, ""),
                   Device(BufferKind::kOutput, a.size())};
-  plan.dispatches = {
-      Kernel("test/add_u32", 0, 1, 2, static_cast<uint32_t>(a.size()), 5)};
+  plan.dispatches = {Kernel("test/add_u32", 0, 1, 2, static_cast<uint32_t>(a.size()), 5)};
   absl::StatusOr<std::vector<std::string>> outputs = runtime.Run(plan);
   if (!outputs.ok()) {
     *error = std::string(outputs.status().message());

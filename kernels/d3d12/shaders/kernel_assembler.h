@@ -37,8 +37,7 @@ class KernelAssembler : public dxbc::Assembler {
   // Writes the linear group index; needs dcl_input vThreadGroupID.xy.
   void LinearGroupIndex(const Operand& dst);
 
-  // dst = 0xffffffff if cond_a < cond_b (unsigned) ... convenience for
-  // `if (a < b)` blocks: opens an if_nz on a fresh temp.
+  // Open `if (a < b)` / `if (a >= b)` (unsigned) blocks; close with endif().
   void IfUnsignedLess(const Operand& a, const Operand& b);
   void IfUnsignedGreaterEqual(const Operand& a, const Operand& b);
   // loop { if (counter >= limit) break; ... : the head of a counted loop.

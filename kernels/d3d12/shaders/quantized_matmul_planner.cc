@@ -125,11 +125,10 @@ struct Group {
 };
 
 std::string GroupKey(const QuantizedMatMulOperation& op) {
-  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/",
-                                 static_cast<int>(op.a.data_type), "/",
-                                 static_cast<int>(op.b.data_type), "/",
-                                 static_cast<int>(op.output_data_type), "/", op.k, "/", op.n, "/",
-                                 op.b_batch, "/", op.b_channel, "/");
+  std::string key = absl::StrCat(
+      reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/", static_cast<int>(op.a.data_type), "/",
+      static_cast<int>(op.b.data_type), "/", static_cast<int>(op.output_data_type), "/", op.k, "/",
+      op.n, "/", op.b_batch, "/", op.b_channel, "/");
   key.append(*op.b_scale.bytes);
   if (op.b_zero_point.present()) {
     absl::StrAppend(&key, "/z", static_cast<int>(op.b_zero_point.data_type), "/");
@@ -157,8 +156,7 @@ void AppendRowParams(const QuantizedMatMulOperation& op, uint64_t rows, std::str
     StoreWord(out, start + 4 * r + 0, ScaleBitsAt(op.a_scale, m));
     StoreWord(out, start + 4 * r + 1, ScaleBitsAt(op.output_scale, m));
     StoreWord(out, start + 4 * r + 2, static_cast<uint32_t>(ZeroPointAt(op.a_zero_point, m)));
-    StoreWord(out, start + 4 * r + 3,
-              static_cast<uint32_t>(ZeroPointAt(op.output_zero_point, m)));
+    StoreWord(out, start + 4 * r + 3, static_cast<uint32_t>(ZeroPointAt(op.output_zero_point, m)));
   }
 }
 
@@ -222,6 +220,51 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
   return absl::OkStatus();
 }
 
+void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, BufferId out) {
+  d.srvs[0].buffer = a;
+  d.srvs[1].buffer = b;
+  d.srvs[2].buffer = rows;
+  d.srvs[3].buffer = columns;
+  d.uavs[0].buffer = out;
+}
+
+// Jobs whose B is one matrix, as one product of their stacked A rows.
+void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows, BufferId b,
+                        BufferId column_params, PlanBuilder& builder) {
+  const auto& first = std::get<QuantizedMatMulOperation>(*items[0]->operation);
+  const uint32_t k4 = (first.k + 3) / 4;
+  BufferId a;
+  if (items.size() == 1 && first.k % 4 == 0) {
+    a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
+  } else {
+    auto stacked = std::make_shared<std::string>();
+    stacked->reserve(total_rows * k4 * 4);
+    for (WorkItem* item : items) {
+      AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, *stacked);
+    }
+    a = builder.AddUpload(stacked, 0, stacked->size());
+  }
+  auto row_params = std::make_shared<std::string>();
+  for (WorkItem* item : items) {
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, *row_params);
+  }
+  const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
+  const uint64_t row_words = (first.n + 3) / 4;
+  const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
+  Dispatch d = GemmDispatch(first, total_rows, 1);
+  Bind(d, a, b, rows, column_params, out);
+  builder.AddDispatch(0, std::move(d));
+  uint64_t first_row = 0;
+  for (WorkItem* item : items) {
+    builder.AddFinisher([item, out, first_row](std::vector<std::string>& outputs) {
+      return FinishJob(item, out, first_row, outputs);
+    });
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    first_row += uint64_t{op.a_batch} * op.a_channel * op.m;
+  }
+}
+
 void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
                PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*group.items[0]->operation);
@@ -243,51 +286,28 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   std::shared_ptr<const std::string> columns = ColumnParams(first);
   const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
 
-  auto bind = [&](Dispatch& d, BufferId a, BufferId rows, BufferId out) {
-    d.srvs[0].buffer = a;
-    d.srvs[1].buffer = b;
-    d.srvs[2].buffer = rows;
-    d.srvs[3].buffer = column_params;
-    d.uavs[0].buffer = out;
-  };
-
   if (b_slices == 1) {
-    // One product: every job's A rows stacked, one output row per A row.
-    uint64_t total_rows = 0;
+    // One product: the jobs' A rows stacked, one output row per A row. Jobs
+    // are split over several products only where the stacked buffers would
+    // pass 32-bit addressing.
+    const uint64_t row_bytes = std::max<uint64_t>({uint64_t{k4} * 4, 16, (first.n + 3) / 4 * 4});
+    const uint64_t max_rows = kMaxKernelBufferBytes / row_bytes;
+    std::vector<WorkItem*> chunk;
+    uint64_t chunk_rows = 0;
+    auto flush = [&] {
+      if (chunk.empty()) return;
+      PlanStackedProduct(chunk, chunk_rows, b, column_params, builder);
+      chunk.clear();
+      chunk_rows = 0;
+    };
     for (WorkItem* item : group.items) {
       const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-      total_rows += uint64_t{op.a_batch} * op.a_channel * op.m;
+      const uint64_t rows = uint64_t{op.a_batch} * op.a_channel * op.m;
+      if (chunk_rows + rows > max_rows) flush();
+      chunk.push_back(item);
+      chunk_rows += rows;
     }
-    BufferId a;
-    if (group.items.size() == 1 && first.k % 4 == 0) {
-      a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
-    } else {
-      auto stacked = std::make_shared<std::string>();
-      stacked->reserve(total_rows * k4 * 4);
-      for (WorkItem* item : group.items) {
-        AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, *stacked);
-      }
-      a = builder.AddUpload(stacked, 0, stacked->size());
-    }
-    auto row_params = std::make_shared<std::string>();
-    for (WorkItem* item : group.items) {
-      const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-      AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, *row_params);
-    }
-    const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
-    const uint64_t row_words = (first.n + 3) / 4;
-    const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
-    Dispatch d = GemmDispatch(first, total_rows, 1);
-    bind(d, a, rows, out);
-    builder.AddDispatch(0, std::move(d));
-    uint64_t first_row = 0;
-    for (WorkItem* item : group.items) {
-      builder.AddFinisher([item, out, first_row](std::vector<std::string>& outputs) {
-        return FinishJob(item, out, first_row, outputs);
-      });
-      const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-      first_row += uint64_t{op.a_batch} * op.a_channel * op.m;
-    }
+    flush();
     return;
   }
 
@@ -306,10 +326,10 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     auto row_params = std::make_shared<std::string>();
     AppendRowParams(op, uint64_t{slices} * op.m, *row_params);
     const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
-    const BufferId out = builder.AddDeviceBuffer(
-        BufferKind::kOutput, uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
+    const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput,
+                                                 uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
     Dispatch d = GemmDispatch(op, op.m, slices);
-    bind(d, a, rows, out);
+    Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
     builder.AddFinisher([item, out](std::vector<std::string>& outputs) {
       return FinishJob(item, out, 0, outputs);
@@ -323,7 +343,8 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
   if (a_rows * k4 * 4 > kMaxKernelBufferBytes || b_columns * k4 * 4 > kMaxKernelBufferBytes ||
-      out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes || out_rows * 16 > kMaxKernelBufferBytes) {
+      out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes ||
+      out_rows * 16 > kMaxKernelBufferBytes) {
     return absl::ResourceExhaustedError(
         "the D3D12 matmul kernel addresses at most 4 GiB per buffer");
   }
@@ -337,7 +358,8 @@ absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
                          MaxCentered(op.b.data_type, op.b_zero_point);
   if (bound > uint64_t{INT32_MAX}) {
     return absl::OutOfRangeError(absl::StrCat(
-        "K = ", op.k, " is too large for the D3D12 backend's exact 32-bit accumulation with "
+        "K = ", op.k,
+        " is too large for the D3D12 backend's exact 32-bit accumulation with "
         "these types and zero points (K * max|a - a_zero_point| * max|b - b_zero_point| = ",
         bound, " > 2^31 - 1)"));
   }

@@ -54,8 +54,8 @@ struct ScanKernelSpec {
   ScanFormat format = ScanFormat::kF32;  // input format
   bool reverse = false;                  // AxisDirection::kDecreasing
   bool exclusive = false;
-  uint32_t threads = 64;     // per group
-  uint32_t per_thread = 1;   // elements per thread per tile (line/reduce/tile)
+  uint32_t threads = 64;    // per group
+  uint32_t per_thread = 1;  // elements per thread per tile (line/reduce/tile)
 
   uint32_t tile() const { return threads * per_thread; }
   // "scan.line/sum/f16/dec/excl/t256p4" etc.; pack16: "scan.pack16/f16".

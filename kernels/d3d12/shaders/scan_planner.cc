@@ -54,8 +54,8 @@ absl::Status ScanFormatOf(const ScanOperation& op, ScanOp* scan_op, ScanFormat* 
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(OperatorName(op.kind), " does not support ",
-                                                 DataTypeName(op.input.data_type)));
+  return absl::InvalidArgumentError(
+      absl::StrCat(OperatorName(op.kind), " does not support ", DataTypeName(op.input.data_type)));
 }
 
 absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBuilder& builder) {
@@ -72,9 +72,9 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
   // Kernels address bytes with 32-bit offsets.
   if (elements * FormatBytes(wide) > kMaxKernelBufferBytes || lines64 > UINT32_MAX ||
       op.inner > UINT32_MAX) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the D3D12 scan kernels address at most 4 GiB per buffer; this tensor has ", elements,
-        " elements of ", DataTypeName(op.input.data_type)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the D3D12 scan kernels address at most 4 GiB per buffer; this tensor has ",
+                     elements, " elements of ", DataTypeName(op.input.data_type)));
   }
   const uint32_t axis = op.axis_size;
   const uint32_t inner = static_cast<uint32_t>(op.inner);
@@ -99,10 +99,10 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     builder.AddDispatch(stage++, std::move(d));
   } else {
     const std::vector<ScanTileShape>& shapes = ScanTileShapes();
-    size_t shape_index = options.tile_shape >= 0 ? static_cast<size_t>(options.tile_shape)
-                                                 : (axis <= shapes[0].threads * shapes[0].per_thread
-                                                        ? 0
-                                                        : shapes.size() - 1);
+    size_t shape_index =
+        options.tile_shape >= 0
+            ? static_cast<size_t>(options.tile_shape)
+            : (axis <= shapes[0].threads * shapes[0].per_thread ? 0 : shapes.size() - 1);
     if (shape_index >= shapes.size()) shape_index = shapes.size() - 1;
     spec.threads = shapes[shape_index].threads;
     spec.per_thread = shapes[shape_index].per_thread;

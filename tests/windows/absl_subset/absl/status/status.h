@@ -55,10 +55,10 @@ class [[nodiscard]] Status {
 
 inline Status OkStatus() { return Status(); }
 
-#define DMLSERVE_ABSL_SUBSET_ERROR(Name, Code)                                 \
-  inline Status Name##Error(std::string_view message) {                       \
-    return Status(StatusCode::Code, message);                                 \
-  }                                                                           \
+#define DMLSERVE_ABSL_SUBSET_ERROR(Name, Code)          \
+  inline Status Name##Error(std::string_view message) { \
+    return Status(StatusCode::Code, message);           \
+  }                                                     \
   inline bool Is##Name(const Status& status) { return status.code() == StatusCode::Code; }
 DMLSERVE_ABSL_SUBSET_ERROR(Cancelled, kCancelled)
 DMLSERVE_ABSL_SUBSET_ERROR(Unknown, kUnknown)

@@ -28,7 +28,8 @@ class Span {
             typename = decltype(std::declval<const C&>().data())>
   constexpr Span(const C& container) : data_(container.data()), size_(container.size()) {}
   template <typename U = T, typename = std::enable_if_t<std::is_const_v<U>>>
-  constexpr Span(std::initializer_list<value_type> list) : data_(list.begin()), size_(list.size()) {}
+  constexpr Span(std::initializer_list<value_type> list)
+      : data_(list.begin()), size_(list.size()) {}
 
   constexpr T* data() const { return data_; }
   constexpr size_t size() const { return size_; }

@@ -1,0 +1,192 @@
+// The scheduler in front of the real CPU backend: batched, concurrent jobs
+// still get exactly their own, correct results.
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/core/operation.h"
+#include "kernels/cpu/cpu_device.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/scheduler.h"
+#include "tests/scheduler/test_device.h"
+#include "tests/scheduler/test_jobs.h"
+
+namespace dmlserve {
+namespace {
+
+using ::dmlserve::testing::NewJob;
+using ::dmlserve::testing::ReferenceScan;
+using ::dmlserve::testing::Submitted;
+using json = nlohmann::json;
+
+DataType ParseDataType(const std::string& name) {
+  for (int value = 1; value <= kMaxDataTypeValue; ++value) {
+    if (DataTypeName(static_cast<DataType>(value)) == name) return static_cast<DataType>(value);
+  }
+  return DataType::kUnknown;
+}
+
+template <typename T>
+void Fill(const json& values, Tensor& tensor) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    tensor.mutable_data_as<T>()[i] = values[i].get<T>();
+  }
+}
+
+// {"data_type", "sizes", "values"} to a tensor; absent when `field` is missing.
+Tensor ParseTensor(const json& example, const std::string& field) {
+  if (!example.contains(field)) return Tensor();
+  const json& spec = example[field];
+  Shape sizes;
+  for (const json& size : spec["sizes"]) sizes.push_back(size.get<uint32_t>());
+  Tensor tensor = Tensor::Allocate(ParseDataType(spec["data_type"].get<std::string>()), sizes);
+  switch (tensor.data_type) {
+    case DataType::kFloat32:
+      Fill<float>(spec["values"], tensor);
+      break;
+    case DataType::kInt8:
+      Fill<int8_t>(spec["values"], tensor);
+      break;
+    case DataType::kUint8:
+      Fill<uint8_t>(spec["values"], tensor);
+      break;
+    default:
+      ADD_FAILURE() << "unexpected type in " << field;
+  }
+  return tensor;
+}
+
+struct Example {
+  std::string name;
+  Operation operation;
+  Tensor expected;
+};
+
+// Every conformance example. Matrix multiplies get their B registered under
+// `registered_prefix` + name, so copies of one example share a batch.
+std::vector<Example> LoadExamples(const std::string& registered_prefix) {
+  std::vector<Example> examples;
+  for (const char* file : {"seed_examples.json", "qlinear_matmul_examples.json"}) {
+    std::ifstream stream(absl::StrCat(DMLSERVE_CONFORMANCE_DIR, "/", file));
+    EXPECT_TRUE(stream.good()) << file;
+    const json document = json::parse(stream);
+    for (const json& example : document["cases"]) {
+      Example parsed;
+      parsed.name = example["name"].get<std::string>();
+      parsed.expected = ParseTensor(example, "expected");
+      const std::string op = example["operator"].get<std::string>();
+      if (op == "quantized_linear_matrix_multiply") {
+        QuantizedMatMulTensors tensors;
+        tensors.a = ParseTensor(example, "a");
+        tensors.a_scale = ParseTensor(example, "a_scale");
+        tensors.a_zero_point = ParseTensor(example, "a_zero_point");
+        tensors.b = ParseTensor(example, "b");
+        tensors.b.registered_id = registered_prefix + parsed.name;
+        tensors.b_scale = ParseTensor(example, "b_scale");
+        tensors.b_zero_point = ParseTensor(example, "b_zero_point");
+        tensors.output_scale = ParseTensor(example, "output_scale");
+        tensors.output_zero_point = ParseTensor(example, "output_zero_point");
+        const DataType output_type =
+            example.contains("output_data_type")
+                ? ParseDataType(example["output_data_type"].get<std::string>())
+                : DataType::kUnknown;
+        absl::StatusOr<QuantizedMatMulOperation> matmul =
+            MakeQuantizedMatMulOperation(std::move(tensors), output_type);
+        EXPECT_TRUE(matmul.ok()) << parsed.name << ": " << matmul.status();
+        if (!matmul.ok()) continue;
+        parsed.operation = *std::move(matmul);
+      } else {
+        const OperatorKind kind = op == "cumulative_summation" ? OperatorKind::kCumulativeSummation
+                                                               : OperatorKind::kCumulativeProduct;
+        const bool exclusive = example.value("has_exclusive_sum", false) ||
+                               example.value("has_exclusive_product", false);
+        const AxisDirection direction =
+            example["axis_direction"].get<std::string>() == "AXIS_DIRECTION_DECREASING"
+                ? AxisDirection::kDecreasing
+                : AxisDirection::kIncreasing;
+        absl::StatusOr<ScanOperation> scan =
+            MakeScanOperation(kind, ParseTensor(example, "input"), example["axis"].get<uint32_t>(),
+                              direction, exclusive);
+        EXPECT_TRUE(scan.ok()) << parsed.name << ": " << scan.status();
+        if (!scan.ok()) continue;
+        parsed.operation = *std::move(scan);
+      }
+      examples.push_back(std::move(parsed));
+    }
+  }
+  return examples;
+}
+
+void ExpectOutput(const Submitted& submitted, const Tensor& expected, const std::string& what) {
+  ASSERT_TRUE(submitted.result.status.ok()) << what << ": " << submitted.result.status;
+  const Tensor& output = submitted.result.output;
+  EXPECT_EQ(output.data_type, expected.data_type) << what;
+  ASSERT_EQ(output.byte_size(), expected.byte_size()) << what;
+  EXPECT_EQ(std::memcmp(output.data(), expected.data(), expected.byte_size()), 0) << what;
+}
+
+TEST(CpuEndToEndTest, ConformanceExamplesSubmittedTogetherAllMatch) {
+  const std::vector<Example> examples = LoadExamples("e2e-");
+  ASSERT_EQ(examples.size(), 13u);
+  // Every key gets a multiple of kCopies jobs and batches wait (endlessly)
+  // until full, so every batch holds exactly kCopies jobs.
+  constexpr int kCopies = 5;
+  SchedulerOptions options;
+  options.max_batch_size = kCopies;
+  options.max_queue_delay = absl::Hours(1);
+  Scheduler scheduler(options, CreateCpuDevices(2), nullptr);
+  std::vector<std::pair<const Example*, std::shared_ptr<Submitted>>> jobs;
+  for (int copy = 0; copy < kCopies; ++copy) {
+    for (const Example& example : examples) {
+      auto submitted = NewJob(example.operation);
+      ASSERT_TRUE(scheduler.Submit(submitted->job).ok());
+      jobs.emplace_back(&example, std::move(submitted));
+    }
+  }
+  for (auto& [example, submitted] : jobs) {
+    ASSERT_TRUE(submitted->Await()) << example->name;
+    ExpectOutput(*submitted, example->expected, example->name);
+    EXPECT_EQ(submitted->result.info.batch_size, static_cast<uint32_t>(kCopies));
+    EXPECT_EQ(submitted->result.info.device.rfind("cpu:", 0), 0u);
+  }
+}
+
+TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
+  SchedulerOptions options;
+  options.max_batch_size = 16;
+  options.max_queue_delay = absl::Milliseconds(2);
+  Scheduler scheduler(options, CreateCpuDevices(2), nullptr);
+  std::mt19937 random(7);
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (int i = 0; i < 200; ++i) {
+    const Shape sizes = {1 + random() % 5, 1 + random() % 40, 1 + random() % 7};
+    Tensor input = Tensor::Allocate(DataType::kInt32, sizes);
+    for (uint64_t e = 0; e < input.element_count(); ++e) {
+      input.mutable_data_as<int32_t>()[e] = static_cast<int32_t>(random() % 2001) - 1000;
+    }
+    absl::StatusOr<ScanOperation> scan = MakeScanOperation(
+        OperatorKind::kCumulativeSummation, std::move(input), random() % 3,
+        random() % 2 ? AxisDirection::kIncreasing : AxisDirection::kDecreasing, random() % 2);
+    ASSERT_TRUE(scan.ok()) << scan.status();
+    auto submitted = NewJob(*std::move(scan));
+    ASSERT_TRUE(scheduler.Submit(submitted->job).ok());
+    jobs.push_back(std::move(submitted));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(jobs[i]->Await());
+    ExpectOutput(*jobs[i], ReferenceScan(std::get<ScanOperation>(jobs[i]->job->operation)),
+                 absl::StrCat("job ", i));
+  }
+}
+
+}  // namespace
+}  // namespace dmlserve
