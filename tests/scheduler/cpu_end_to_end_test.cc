@@ -168,13 +168,16 @@ TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
   std::mt19937 random(7);
   std::vector<std::shared_ptr<Submitted>> jobs;
   for (int i = 0; i < 200; ++i) {
-    const Shape sizes = {1 + random() % 5, 1 + random() % 40, 1 + random() % 7};
+    auto size_up_to = [&random](uint32_t most) {
+      return 1 + static_cast<uint32_t>(random() % most);
+    };
+    const Shape sizes = {size_up_to(5), size_up_to(40), size_up_to(7)};
     Tensor input = Tensor::Allocate(DataType::kInt32, sizes);
     for (uint64_t e = 0; e < input.element_count(); ++e) {
       input.mutable_data_as<int32_t>()[e] = static_cast<int32_t>(random() % 2001) - 1000;
     }
     absl::StatusOr<ScanOperation> scan = MakeScanOperation(
-        OperatorKind::kCumulativeSummation, std::move(input), random() % 3,
+        OperatorKind::kCumulativeSummation, std::move(input), static_cast<uint32_t>(random() % 3),
         random() % 2 ? AxisDirection::kIncreasing : AxisDirection::kDecreasing, random() % 2);
     ASSERT_TRUE(scan.ok()) << scan.status();
     auto submitted = NewJob(*std::move(scan));
