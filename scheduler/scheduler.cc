@@ -51,7 +51,7 @@ absl::Status StatusForDeadJob(const Job& job) {
 class Scheduler::Impl {
  public:
   Impl(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
-       SchedulerObserver* observer);
+       SchedulerObserver* observer, std::vector<std::unique_ptr<Device>> fallback_devices);
   ~Impl() { Shutdown(); }
 
   absl::Status Submit(std::shared_ptr<Job> job);
@@ -64,6 +64,7 @@ class Scheduler::Impl {
   struct DeviceSlot {
     std::unique_ptr<Device> device;
     bool healthy = true;
+    bool fallback = false;
   };
 
   void WorkerLoop(DeviceSlot* slot);
@@ -84,6 +85,16 @@ class Scheduler::Impl {
   // deadline passes, or cancellations are due for a poll.
   absl::Time TimerWakeLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Wakes a worker for runnable work. With fallback devices some waiting
+  // workers may not take it, so all are woken rather than one that might
+  // go straight back to sleep.
+  void WakeWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (has_fallback_) {
+      work_cv_.SignalAll();
+    } else {
+      work_cv_.Signal();
+    }
+  }
   // Reports the latest depth; never under mu_, so an observer may call back.
   void ReportDepth();
 
@@ -96,6 +107,8 @@ class Scheduler::Impl {
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
   std::vector<DeviceSlot> slots_ ABSL_GUARDED_BY(mu_);  // the vector itself never changes
   int healthy_devices_ ABSL_GUARDED_BY(mu_) = 0;
+  int healthy_primary_devices_ ABSL_GUARDED_BY(mu_) = 0;
+  bool has_fallback_ = false;  // set before any thread starts
   std::string last_failure_ ABSL_GUARDED_BY(mu_);
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
@@ -114,7 +127,8 @@ class Scheduler::Impl {
 };
 
 Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
-                      SchedulerObserver* observer)
+                      SchedulerObserver* observer,
+                      std::vector<std::unique_ptr<Device>> fallback_devices)
     : options_(options),
       observer_(observer),
       queue_(BatchLimits{std::max(1, options.max_batch_size),
@@ -123,14 +137,19 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
   std::vector<DeviceSlot*> workers;
   {
     absl::MutexLock lock(&mu_);
+    const size_t primaries = devices.size();
+    has_fallback_ = !fallback_devices.empty();
+    for (auto& device : fallback_devices) devices.push_back(std::move(device));
     slots_.resize(devices.size());
     for (size_t i = 0; i < devices.size(); ++i) {
       slots_[i].device = std::move(devices[i]);
+      slots_[i].fallback = i >= primaries;
       for (int j = 0; j < std::max(1, slots_[i].device->max_inflight_batches()); ++j) {
         workers.push_back(&slots_[i]);
       }
     }
     healthy_devices_ = static_cast<int>(slots_.size());
+    healthy_primary_devices_ = static_cast<int>(primaries);
     if (slots_.empty()) last_failure_ = "no devices configured";
   }
   for (DeviceSlot* slot : workers) {
@@ -158,7 +177,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
     const absl::Time deadline = job->deadline;
     queue_.Add(std::move(job));
     NoteDepthLocked();
-    if (queue_.HasRunnable(now)) work_cv_.Signal();
+    if (queue_.HasRunnable(now)) WakeWorkerLocked();
     next_deadline_ = std::min(next_deadline_, deadline);
     if (TimerWakeLocked(now) < timer_wake_) timer_cv_.Signal();
   }
@@ -181,7 +200,8 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
   mu_.Lock();
   while (slot->healthy) {
     const absl::Time now = absl::Now();
-    if (!queue_.HasRunnable(now)) {
+    const bool may_run = !slot->fallback || healthy_primary_devices_ == 0;
+    if (!may_run || !queue_.HasRunnable(now)) {
       if (shutting_down_ && queue_.empty() && inflight_batches_ == 0) break;
       work_cv_.Wait(&mu_);
       continue;
@@ -199,7 +219,7 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
       ++inflight_batches_;
     }
     // Wake another idle worker if more is runnable (wakes chain one by one).
-    if (queue_.HasRunnable(now)) work_cv_.Signal();
+    if (queue_.HasRunnable(now)) WakeWorkerLocked();
     mu_.Unlock();
 
     ReportDepth();
@@ -263,6 +283,7 @@ bool Scheduler::Impl::HandleDeviceFailureLocked(DeviceSlot* slot, std::unique_pt
   if (slot->healthy) {
     slot->healthy = false;
     --healthy_devices_;
+    if (!slot->fallback) --healthy_primary_devices_;
     removed_now = true;
     last_failure_ = absl::StrCat(slot->device->description().name, " failed: ", failure.ToString());
   }
@@ -309,7 +330,7 @@ void Scheduler::Impl::TimerLoop() {
       SweepLocked(now, completions);
     }
     // An open batch may have become due: hand it to an idle worker.
-    if (queue_.HasRunnable(now)) work_cv_.Signal();
+    if (queue_.HasRunnable(now)) WakeWorkerLocked();
     if (!completions.empty()) {
       mu_.Unlock();
       ReportDepth();
@@ -363,6 +384,7 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
       DeviceStatus status;
       status.description = slot.device->description();
       status.healthy = slot.healthy;
+      status.fallback = slot.fallback;
       statuses.push_back(std::move(status));
       devices.push_back(slot.device.get());
     }
@@ -373,8 +395,10 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
 }
 
 Scheduler::Scheduler(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
-                     SchedulerObserver* observer)
-    : impl_(std::make_unique<Impl>(options, std::move(devices), observer)) {}
+                     SchedulerObserver* observer,
+                     std::vector<std::unique_ptr<Device>> fallback_devices)
+    : impl_(std::make_unique<Impl>(options, std::move(devices), observer,
+                                   std::move(fallback_devices))) {}
 
 Scheduler::~Scheduler() { impl_->Shutdown(); }
 

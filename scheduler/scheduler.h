@@ -33,15 +33,19 @@ struct SchedulerOptions {
 struct DeviceStatus {
   DeviceDescription description;
   bool healthy = true;
+  bool fallback = false;
   uint64_t memory_bytes = 0;
 };
 
 class Scheduler {
  public:
   // `devices` must not be empty. `observer` may be null; it must outlive the
-  // scheduler.
+  // scheduler. `fallback_devices` (e.g. the CPU behind GPUs) take work only
+  // once every device in `devices` has failed, so a lost GPU never loses or
+  // strands a request.
   Scheduler(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
-            SchedulerObserver* observer);
+            SchedulerObserver* observer,
+            std::vector<std::unique_ptr<Device>> fallback_devices = {});
   ~Scheduler();  // Shutdown()
 
   Scheduler(const Scheduler&) = delete;

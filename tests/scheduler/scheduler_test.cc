@@ -461,6 +461,49 @@ TEST_F(SchedulerTest, WhenTheLastDeviceFailsJobsFailWithUnavailable) {
   EXPECT_THAT(status.message(), HasSubstr("device lost"));
 }
 
+TEST_F(SchedulerTest, FallbackDevicesTakeOverOnlyWhenEveryPrimaryFailed) {
+  std::vector<std::unique_ptr<Device>> primary;
+  auto gpu = std::make_unique<TestDevice>("gpu:0");
+  TestDevice* gpu_ptr = gpu.get();
+  primary.push_back(std::move(gpu));
+  std::vector<std::unique_ptr<Device>> fallback;
+  auto cpu = std::make_unique<TestDevice>("cpu:0");
+  TestDevice* cpu_ptr = cpu.get();
+  fallback.push_back(std::move(cpu));
+  scheduler_ = std::make_unique<Scheduler>(Options(), std::move(primary), &observer_,
+                                           std::move(fallback));
+
+  // While the primary is healthy, even a busy one, the fallback stays idle.
+  gpu_ptr->Hold();
+  auto first = Submit(ScanOf(kF32, {4}, 1));
+  gpu_ptr->AwaitEntered(1);
+  auto second = Submit(ScanOf(DataType::kInt32, {4}, 2));
+  gpu_ptr->Release();
+  ASSERT_TRUE(first->Await());
+  ASSERT_TRUE(second->Await());
+  EXPECT_EQ(first->result.info.device, "gpu:0");
+  EXPECT_EQ(second->result.info.device, "gpu:0");
+  EXPECT_TRUE(cpu_ptr->attempted().empty());
+
+  // The primary fails: its batch and everything after runs on the fallback.
+  gpu_ptr->FailNext(1);
+  auto lost = Submit(ScanOf(kF32, {4}, 3));
+  ASSERT_TRUE(lost->Await());
+  ExpectCorrectScan(*lost);
+  EXPECT_EQ(lost->result.info.device, "cpu:0");
+  EXPECT_THAT(observer_.removed(), ElementsAre("gpu:0"));
+  auto later = Submit(ScanOf(kF32, {4}, 4));
+  ASSERT_TRUE(later->Await());
+  ExpectCorrectScan(*later);
+  EXPECT_EQ(later->result.info.device, "cpu:0");
+  const std::vector<DeviceStatus> statuses = scheduler_->devices();
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_FALSE(statuses[0].healthy);
+  EXPECT_FALSE(statuses[0].fallback);
+  EXPECT_TRUE(statuses[1].healthy);
+  EXPECT_TRUE(statuses[1].fallback);
+}
+
 TEST_F(SchedulerTest, BatchesSpreadOverDevices) {
   Start(Options(), /*device_count=*/2);
   devices_[0]->Hold();
