@@ -3,7 +3,9 @@
 
 // The devices a server runs on, chosen by --backend.
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,13 +16,43 @@ namespace dmlserve {
 
 struct DeviceFactoryOptions {
   int cpu_devices = 2;
+  // D3D12 (see kernels/d3d12/d3d12_backend.h).
+  std::vector<int> adapter_indices;  // empty: every qualifying adapter
+  int d3d12_devices_per_adapter = 1;
+  int d3d12_inflight_batches = 2;
+  int d3d12_fail_after_batches = -1;  // fault injection for tests
+  // Behind D3D12 devices, CPU devices that take over once every D3D12 device
+  // has been removed.
+  bool cpu_fallback = true;
 };
 
-// `backend`: "cpu" (the embedded CPU backend), "d3d12" (every D3D12 adapter;
-// an error when there is none) or "auto" (D3D12 when an adapter is usable, CPU
-// otherwise). Never returns an empty list.
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(
-    absl::string_view backend, const DeviceFactoryOptions& options);
+// A GPU adapter found at start-up, for the start-up log and GetServerInfo.
+struct AdapterReport {
+  int index = 0;
+  std::string name;
+  bool software = false;
+  bool used = false;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+};
+
+struct DeviceSet {
+  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<std::unique_ptr<Device>> fallback_devices;
+  std::vector<AdapterReport> adapters;
+  // Why D3D12 is not used under --backend=auto (empty otherwise).
+  std::string note;
+};
+
+// Whether this build has the D3D12 backend.
+bool HaveD3D12Backend();
+
+// `backend`: "cpu" (the embedded CPU backend), "d3d12" (D3D12 adapters,
+// software ones such as lavapipe or WARP included; an error when there is
+// none) or "auto" (D3D12 on hardware adapters only, since the CPU backend
+// beats a software GPU; CPU otherwise). Never returns an empty device list.
+absl::StatusOr<DeviceSet> CreateDevices(absl::string_view backend,
+                                        const DeviceFactoryOptions& options);
 
 }  // namespace dmlserve
 

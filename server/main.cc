@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -52,6 +53,24 @@ void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
+// Which adapters were found and which devices serve, so an operator sees at
+// a glance whether the GPUs are in use.
+void LogDevices(const DeviceSet& set) {
+  for (const AdapterReport& adapter : set.adapters) {
+    std::fprintf(stderr, "dmlserve: adapter %d: %s%s, %s\n", adapter.index, adapter.name.c_str(),
+                 adapter.software ? " (software)" : "", adapter.used ? "used" : "not used");
+  }
+  if (!set.note.empty()) std::fprintf(stderr, "dmlserve: %s\n", set.note.c_str());
+  for (const auto& device : set.devices) {
+    std::fprintf(stderr, "dmlserve: device %s (%s)\n", device->description().name.c_str(),
+                 device->description().description.c_str());
+  }
+  for (const auto& device : set.fallback_devices) {
+    std::fprintf(stderr, "dmlserve: fallback device %s (%s)\n", device->description().name.c_str(),
+                 device->description().description.c_str());
+  }
+}
+
 int Run(TerminationSignal& termination) {
   absl::StatusOr<ServerConfig> config = ServerConfigFromFlags();
   if (!config.ok()) return Fail(config.status());
@@ -64,20 +83,16 @@ int Run(TerminationSignal& termination) {
   ServiceMetrics service_metrics(registry.get(), DMLSERVE_VERSION,
                                  config->scheduler.max_batch_size);
 
-  DeviceFactoryOptions device_options;
-  device_options.cpu_devices = config->cpu_devices;
-  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-      CreateDevices(config->backend, device_options);
+  absl::StatusOr<DeviceSet> devices = CreateDevices(config->backend, config->devices);
   if (!devices.ok()) {
     return Fail(absl::Status(
         devices.status().code(),
         absl::StrCat("--backend=", config->backend, ": no devices: ", devices.status().message())));
   }
-  for (const auto& device : *devices) {
-    std::fprintf(stderr, "dmlserve: device %s (%s)\n", device->description().name.c_str(),
-                 device->description().description.c_str());
-  }
-  Scheduler scheduler(config->scheduler, *std::move(devices), &service_metrics);
+  LogDevices(*devices);
+  std::vector<AdapterReport> adapters = devices->adapters;
+  Scheduler scheduler(config->scheduler, std::move(devices->devices), &service_metrics,
+                      std::move(devices->fallback_devices));
   TensorRegistry tensors(config->max_registered_tensor_bytes,
                          [&scheduler](absl::string_view id) { scheduler.EvictTensor(id); });
   service_metrics.ObserveDevices(&scheduler);
@@ -86,6 +101,7 @@ int Run(TerminationSignal& termination) {
   OperatorServiceOptions service_options;
   service_options.version = DMLSERVE_VERSION;
   service_options.max_request_bytes = config->max_request_bytes;
+  service_options.adapters = std::move(adapters);
   DrainGate gate;
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, service_options);
 

@@ -127,7 +127,8 @@ grpc::ServerUnaryReactor* OperatorService::GetServerInfo(grpc::CallbackServerCon
     reactor->Finish(ShuttingDown());
     return reactor;
   }
-  *response = BuildServerInfo(options_.version, options_.max_request_bytes, *scheduler_, *tensors_);
+  *response = BuildServerInfo(options_.version, options_.max_request_bytes, options_.adapters,
+                              *scheduler_, *tensors_);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -11,6 +11,7 @@
 
 #include "dmlserve/v1/dmlserve.grpc.pb.h"
 #include "scheduler/scheduler.h"
+#include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/request_executor.h"
 #include "server/service_metrics.h"
@@ -21,6 +22,7 @@ namespace dmlserve {
 struct OperatorServiceOptions {
   std::string version;
   uint64_t max_request_bytes = 64ull << 20;
+  std::vector<AdapterReport> adapters;  // found at start-up
 };
 
 class OperatorService final : public v1::OperatorService::CallbackService {

@@ -4,15 +4,32 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT for gRPC; port 0 picks a free port (printed at start-up).");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "HOST:PORT for the Prometheus /metrics endpoint; port 0 picks a free port.");
 ABSL_FLAG(std::string, backend, "cpu",
-          "cpu, d3d12 (every D3D12 adapter) or auto (D3D12 if usable, else CPU).");
-ABSL_FLAG(int, cpu_devices, 2, "Number of CPU devices (each runs batches on its own threads).");
+          "cpu (the embedded CPU backend), d3d12 (D3D12 adapters, software ones such as lavapipe "
+          "or WARP included) or auto (D3D12 on hardware adapters, else CPU).");
+ABSL_FLAG(int, cpu_devices, 2,
+          "Number of CPU devices (each runs batches on its own threads); with a D3D12 backend, "
+          "the CPU fallback devices.");
+ABSL_FLAG(std::string, devices, "",
+          "D3D12 adapter indices to use, comma-separated (e.g. 0,2); empty: every adapter the "
+          "backend allows. The start-up log and GetServerInfo list the adapters found.");
+ABSL_FLAG(int, d3d12_devices_per_adapter, 1,
+          "Logical D3D12 devices per adapter, each with its own compute queue.");
+ABSL_FLAG(int, d3d12_inflight_batches, 2,
+          "Batches in flight per D3D12 device (one uploads while another computes).");
+ABSL_FLAG(bool, cpu_fallback, true,
+          "With a D3D12 backend, keep --cpu_devices CPU devices that take over once every D3D12 "
+          "device has been removed.");
+ABSL_FLAG(int, d3d12_fail_after_batches, -1,
+          "Testing only: each D3D12 device fails as removed after this many batches (-1: never).");
 ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().max_batch_size,
           "Most requests the scheduler puts in one batch.");
 ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_bytes,
@@ -46,7 +63,19 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.listen = absl::GetFlag(FLAGS_listen);
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.backend = absl::GetFlag(FLAGS_backend);
-  config.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  config.devices.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  const std::string adapters = absl::GetFlag(FLAGS_devices);
+  for (absl::string_view index : absl::StrSplit(adapters, ',', absl::SkipWhitespace())) {
+    int value = 0;
+    if (!absl::SimpleAtoi(index, &value) || value < 0) {
+      return FlagError("devices", adapters, "expected comma-separated adapter indices, e.g. 0,2");
+    }
+    config.devices.adapter_indices.push_back(value);
+  }
+  config.devices.d3d12_devices_per_adapter = absl::GetFlag(FLAGS_d3d12_devices_per_adapter);
+  config.devices.d3d12_inflight_batches = absl::GetFlag(FLAGS_d3d12_inflight_batches);
+  config.devices.cpu_fallback = absl::GetFlag(FLAGS_cpu_fallback);
+  config.devices.d3d12_fail_after_batches = absl::GetFlag(FLAGS_d3d12_fail_after_batches);
   config.scheduler.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
   config.scheduler.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   const int64_t delay_us = absl::GetFlag(FLAGS_max_queue_delay_us);
@@ -56,8 +85,16 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
   config.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
 
-  if (config.cpu_devices < 1) {
-    return FlagError("cpu_devices", config.cpu_devices, "must be at least 1");
+  if (config.devices.cpu_devices < 1) {
+    return FlagError("cpu_devices", config.devices.cpu_devices, "must be at least 1");
+  }
+  if (config.devices.d3d12_devices_per_adapter < 1) {
+    return FlagError("d3d12_devices_per_adapter", config.devices.d3d12_devices_per_adapter,
+                     "must be at least 1");
+  }
+  if (config.devices.d3d12_inflight_batches < 1) {
+    return FlagError("d3d12_inflight_batches", config.devices.d3d12_inflight_batches,
+                     "must be at least 1");
   }
   if (config.scheduler.max_batch_size < 1) {
     return FlagError("max_batch_size", config.scheduler.max_batch_size, "must be at least 1");

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/scheduler.h"
+#include "server/device_factory.h"
 
 namespace dmlserve {
 
@@ -16,7 +17,7 @@ struct ServerConfig {
   std::string listen;          // gRPC, HOST:PORT
   std::string metrics_listen;  // /metrics, HOST:PORT
   std::string backend;         // cpu, d3d12, auto
-  int cpu_devices = 2;
+  DeviceFactoryOptions devices;
   SchedulerOptions scheduler;
   uint64_t max_request_bytes = 0;
   uint64_t max_registered_tensor_bytes = 0;

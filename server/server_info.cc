@@ -10,6 +10,7 @@
 namespace dmlserve {
 
 v1::GetServerInfoResponse BuildServerInfo(absl::string_view version, uint64_t max_request_bytes,
+                                          const std::vector<AdapterReport>& adapters,
                                           const Scheduler& scheduler,
                                           const TensorRegistry& tensors) {
   v1::GetServerInfoResponse info;
@@ -21,6 +22,7 @@ v1::GetServerInfoResponse BuildServerInfo(absl::string_view version, uint64_t ma
     proto->set_description(device.description.description);
     proto->set_software(device.description.software);
     proto->set_healthy(device.healthy);
+    proto->set_fallback(device.fallback);
     if (!absl::c_linear_search(info.backends(), device.description.backend)) {
       info.add_backends(device.description.backend);
     }
@@ -45,6 +47,15 @@ v1::GetServerInfoResponse BuildServerInfo(absl::string_view version, uint64_t ma
     }
   }
   info.set_registered_tensor_bytes(tensors.total_bytes());
+  for (const AdapterReport& adapter : adapters) {
+    v1::AdapterInfo* proto = info.add_adapters();
+    proto->set_index(adapter.index);
+    proto->set_name(adapter.name);
+    proto->set_software(adapter.software);
+    proto->set_used(adapter.used);
+    proto->set_vendor_id(adapter.vendor_id);
+    proto->set_device_id(adapter.device_id);
+  }
   return info;
 }
 

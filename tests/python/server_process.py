@@ -19,7 +19,11 @@ _METRICS_LINE = re.compile(r"serving metrics on http://(\S+)/metrics")
 
 class ServerProcess:
     def __init__(self, binary, extra_args=(), startup_timeout=60.0):
-        args = [binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", *extra_args]
+        # CTest runs the same suites once per backend through
+        # DMLSERVE_SERVER_ARGS; a test's own flags come after, so they win.
+        backend_args = os.environ.get("DMLSERVE_SERVER_ARGS", "").split()
+        args = [binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", *backend_args,
+                *extra_args]
         self.output = []
         self.grpc_address = None
         self.metrics_address = None

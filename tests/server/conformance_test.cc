@@ -49,7 +49,8 @@ TEST_F(ConformanceTest, EveryExampleOverExecute) {
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(response.request_id(), c.name);
     ExpectExact(c, response.output());
-    EXPECT_TRUE(absl::StartsWith(response.info().device(), "cpu:")) << response.info().device();
+    EXPECT_TRUE(absl::StartsWith(response.info().device(), ServingBackend() + ":"))
+        << response.info().device();
     EXPECT_GE(response.info().batch_size(), 1u);
     EXPECT_FALSE(response.has_status() && response.status().code() != 0);
   }

@@ -1,7 +1,9 @@
 #include "tests/server/server_fixture.h"
 
+#include <cstdlib>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "tests/server/metrics_scrape.h"
 #include "tests/server/tensor_values.h"
@@ -16,6 +18,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   arguments.SetMaxReceiveMessageSize(-1);
   arguments.SetMaxSendMessageSize(-1);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+}
+
+std::string ServingBackend() {
+  const char* args = std::getenv("DMLSERVE_SERVER_ARGS");
+  return args != nullptr && absl::StrContains(args, "--backend=d3d12") ? "d3d12" : "cpu";
 }
 
 std::unique_ptr<grpc::ClientContext> MakeContext(absl::Duration timeout) {

@@ -22,6 +22,11 @@ namespace dmlserve::testing {
 // The dmlserve binary under test.
 std::string ServerBinary();
 
+// The backend the suite's servers run on: "d3d12" when CTest set
+// DMLSERVE_SERVER_ARGS to a D3D12 backend, else "cpu". Devices that compute
+// requests are named "<backend>:<n>".
+std::string ServingBackend();
+
 // An insecure loopback channel without a response size limit.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 

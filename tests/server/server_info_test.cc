@@ -41,15 +41,27 @@ TEST_F(ServerInfoTest, DescribesVersionDevicesLimitsAndOperators) {
   ASSERT_TRUE(stub_->GetServerInfo(context.get(), {}, &info).ok());
 
   EXPECT_EQ(info.version(), DMLSERVE_EXPECTED_VERSION);
-  EXPECT_THAT(info.backends(), Contains("cpu"));
-  ASSERT_EQ(info.devices_size(), 3);
-  std::set<std::string> names;
+  const std::string backend = ServingBackend();
+  EXPECT_THAT(info.backends(), Contains(backend));
+  std::set<std::string> serving, fallback;
   for (const v1::DeviceInfo& device : info.devices()) {
-    names.insert(device.name());
-    EXPECT_EQ(device.backend(), "cpu");
     EXPECT_TRUE(device.healthy());
+    (device.fallback() ? fallback : serving).insert(device.name());
+    EXPECT_EQ(device.backend(), device.fallback() ? "cpu" : backend);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+  const std::set<std::string> cpus = {"cpu:0", "cpu:1", "cpu:2"};
+  if (backend == "cpu") {
+    EXPECT_EQ(serving, cpus);
+    EXPECT_TRUE(fallback.empty());
+  } else {
+    // Two logical devices on the one adapter (lavapipe in CI), with the CPU
+    // devices behind them.
+    EXPECT_EQ(serving, (std::set<std::string>{"d3d12:0", "d3d12:1"}));
+    EXPECT_EQ(fallback, cpus);
+    ASSERT_GE(info.adapters_size(), 1);
+    EXPECT_TRUE(info.adapters(0).used());
+    EXPECT_FALSE(info.adapters(0).name().empty());
+  }
 
   EXPECT_EQ(info.limits().max_batch_size(), 16u);
   EXPECT_EQ(info.limits().max_batch_bytes(), 123456u);

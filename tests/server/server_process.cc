@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -78,6 +80,14 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& binary, const std::vector<std::string>& extra_args,
     absl::Duration startup_timeout) {
   std::vector<std::string> args = {"--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0"};
+  // CTest runs the same suites once per backend by setting
+  // DMLSERVE_SERVER_ARGS (e.g. "--backend=d3d12 --d3d12_devices_per_adapter=2").
+  // A test's own flags come after, so they win.
+  if (const char* backend_args = std::getenv("DMLSERVE_SERVER_ARGS")) {
+    for (absl::string_view arg : absl::StrSplit(backend_args, ' ', absl::SkipEmpty())) {
+      args.emplace_back(arg);
+    }
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<std::unique_ptr<ServerProcess>> spawned = Spawn(binary, std::move(args));
   if (!spawned.ok()) return spawned.status();

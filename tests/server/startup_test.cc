@@ -22,12 +22,30 @@ ServerProcess::Exit RunServer(const std::vector<std::string>& flags) {
   return exit.ok() ? *exit : ServerProcess::Exit{};
 }
 
-TEST(StartupTest, D3D12BackendIsNotAvailableYet) {
-  const ServerProcess::Exit exit = RunServer({"--backend=d3d12"});
+TEST(StartupTest, UnknownD3D12AdapterIsRejected) {
+  const ServerProcess::Exit exit = RunServer({"--backend=d3d12", "--devices=7"});
   EXPECT_NE(exit.exit_code, 0);
-  EXPECT_THAT(exit.output, HasSubstr("--backend=d3d12"));
-  EXPECT_THAT(exit.output, HasSubstr("UNIMPLEMENTED"));
+  EXPECT_THAT(exit.output, HasSubstr("--backend=d3d12: no devices"));
+  EXPECT_THAT(exit.output, HasSubstr("7"));
   EXPECT_THAT(exit.output, Not(HasSubstr("serving gRPC")));
+}
+
+TEST(StartupTest, BadDeviceListIsRejected) {
+  const ServerProcess::Exit exit = RunServer({"--backend=d3d12", "--devices=0,x"});
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("--devices=0,x"));
+}
+
+TEST(StartupTest, AutoServesOnTheCpuWhenOnlySoftwareAdaptersExist) {
+  // CI has lavapipe only: auto must not pick a software GPU over the CPU, and
+  // the log says which adapters it found and why it did not use them.
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start(ServerBinary(), {"--backend=auto"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string output = (*server)->Output();
+  EXPECT_THAT(output, HasSubstr("(software), not used"));
+  EXPECT_THAT(output, HasSubstr("device cpu:0"));
+  EXPECT_THAT(output, Not(HasSubstr("device d3d12:0")));
 }
 
 TEST(StartupTest, UnknownBackendIsRejected) {

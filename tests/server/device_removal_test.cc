@@ -1,0 +1,89 @@
+// D3D12 device removal, end to end: with fault injection every D3D12 device
+// fails after a few batches while many clients are calling. Every request
+// must still get its correct answer (re-run on the other device, then on the
+// CPU fallback), the removals must be counted, and the server keeps serving.
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_fixture.h"
+#include "tests/server/tensor_values.h"
+#include "tests/server/test_requests.h"
+
+namespace dmlserve::testing {
+namespace {
+
+class DeviceRemovalTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    return {"--backend=d3d12", "--d3d12_devices_per_adapter=2", "--d3d12_fail_after_batches=4",
+            "--cpu_devices=1", "--max_queue_delay_us=1000", "--max_batch_size=8"};
+  }
+};
+
+TEST_F(DeviceRemovalTest, EveryRequestIsAnsweredCorrectlyWhileDevicesFail) {
+  constexpr int kThreads = 8;
+  constexpr int kRequestsPerThread = 30;
+  absl::BitGen bitgen;
+  QuantizedMatMulCase weights = RandomWeights(bitgen, /*k=*/12, /*n=*/5);
+  v1::Tensor b = MatMulB(weights);
+  b.set_tensor_id("weights");
+  ASSERT_TRUE(Register(b, nullptr).ok());
+
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      absl::BitGen thread_bitgen;
+      auto stub = v1::OperatorService::NewStub(MakeChannel(server_->grpc_address()));
+      for (int i = 0; i < kRequestsPerThread; ++i) {
+        const std::string id = absl::StrCat("t", t, "-", i);
+        v1::ExecuteRequest request;
+        std::vector<double> expected;
+        if (i % 2 == 0) {
+          const QuantizedMatMulCase c = RandomMatMulCase(thread_bitgen, weights);
+          request = MatMulRequest(id, c, "weights");
+          expected = QuantizedMatMulReference(c);
+        } else {
+          ScanCase scan = RandomScanCase(thread_bitgen, id);
+          request = std::move(scan.request);
+          expected = std::move(scan.expected);
+        }
+        auto context = MakeContext();
+        v1::ExecuteResponse response;
+        const grpc::Status status = stub->Execute(context.get(), request, &response);
+        if (!status.ok() || TensorValues(response.output()) != expected) {
+          ++failures;
+          ADD_FAILURE() << id << ": " << status.error_code() << " " << status.error_message();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+
+  // Both D3D12 devices were taken out of rotation, once each, and counted.
+  EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
+  EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:1"}}), 1.0);
+  auto context = MakeContext();
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(stub_->GetServerInfo(context.get(), {}, &info).ok());
+  for (const v1::DeviceInfo& device : info.devices()) {
+    EXPECT_EQ(device.healthy(), device.backend() == "cpu") << device.name();
+  }
+
+  // The CPU fallback serves from now on.
+  ScanCase scan = RandomScanCase(bitgen, "after");
+  v1::ExecuteResponse response;
+  ASSERT_TRUE(Execute(scan.request, &response).ok());
+  EXPECT_EQ(TensorValues(response.output()), scan.expected);
+  EXPECT_EQ(response.info().device(), "cpu:0");
+}
+
+}  // namespace
+}  // namespace dmlserve::testing
