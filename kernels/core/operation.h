@@ -65,14 +65,14 @@ enum class QuantizationAxis : uint8_t {
 // Quantized linear matrix multiply. All tensors' sizes are normalized to 4-D
 // (leading 1s added); `output_sizes` keeps the rank the caller should see.
 struct QuantizedMatMulOperation {
-  Tensor a;                  // {a_batch, a_channel, M, K}, INT8 or UINT8
-  Tensor a_scale;            // FLOAT32
-  Tensor a_zero_point;       // optional, A's type
-  Tensor b;                  // {b_batch, b_channel, K, N}, INT8 or UINT8
-  Tensor b_scale;            // FLOAT32
-  Tensor b_zero_point;       // optional, B's type
-  Tensor output_scale;       // FLOAT32
-  Tensor output_zero_point;  // optional, output type
+  Tensor a;                                        // {a_batch, a_channel, M, K}, INT8 or UINT8
+  Tensor a_scale;                                  // FLOAT32
+  Tensor a_zero_point;                             // optional, A's type
+  Tensor b;                                        // {b_batch, b_channel, K, N}, INT8 or UINT8
+  Tensor b_scale;                                  // FLOAT32
+  Tensor b_zero_point;                             // optional, B's type
+  Tensor output_scale;                             // FLOAT32
+  Tensor output_zero_point;                        // optional, output type
   DataType output_data_type = DataType::kUnknown;  // INT8 or UINT8
 
   uint32_t a_batch = 1, a_channel = 1;

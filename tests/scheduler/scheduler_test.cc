@@ -470,8 +470,8 @@ TEST_F(SchedulerTest, FallbackDevicesTakeOverOnlyWhenEveryPrimaryFailed) {
   auto cpu = std::make_unique<TestDevice>("cpu:0");
   TestDevice* cpu_ptr = cpu.get();
   fallback.push_back(std::move(cpu));
-  scheduler_ = std::make_unique<Scheduler>(Options(), std::move(primary), &observer_,
-                                           std::move(fallback));
+  scheduler_ =
+      std::make_unique<Scheduler>(Options(), std::move(primary), &observer_, std::move(fallback));
 
   // While the primary is healthy, even a busy one, the fallback stays idle.
   gpu_ptr->Hold();

@@ -22,7 +22,7 @@ class DeviceRemovalTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
     return {"--backend=d3d12", "--d3d12_devices_per_adapter=2", "--d3d12_fail_after_batches=4",
-            "--cpu_devices=1", "--max_queue_delay_us=1000", "--max_batch_size=8"};
+            "--cpu_devices=1", "--max_queue_delay_us=1000",     "--max_batch_size=8"};
   }
 };
 
