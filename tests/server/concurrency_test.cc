@@ -1,17 +1,14 @@
 // Many clients at once: scans and matmuls sharing one registered B, every
 // response checked against the reference, and the scheduler seen batching.
 
-#include <atomic>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/random/random.h"
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/server/metrics_scrape.h"
+#include "tests/server/mixed_load.h"
 #include "tests/server/server_fixture.h"
-#include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"
 
 namespace dmlserve::testing {
@@ -33,43 +30,8 @@ TEST_F(ConcurrencyTest, ManyClientsGetCorrectAnswersAndRequestsAreBatched) {
   b.set_tensor_id("shared-b");
   ASSERT_TRUE(Register(b, nullptr).ok());
 
-  std::atomic<int> failures{0};
-  std::atomic<int> answered{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      absl::BitGen thread_bitgen;
-      // One channel per client, as separate processes would have.
-      auto stub = v1::OperatorService::NewStub(MakeChannel(server_->grpc_address()));
-      for (int i = 0; i < kRequestsPerThread; ++i) {
-        const std::string id = absl::StrCat("t", t, "-", i);
-        v1::ExecuteRequest request;
-        std::vector<double> expected;
-        if ((i + t) % 2 == 0) {
-          const QuantizedMatMulCase c = RandomMatMulCase(thread_bitgen, weights);
-          request = MatMulRequest(id, c, "shared-b");
-          expected = QuantizedMatMulReference(c);
-        } else {
-          ScanCase scan = RandomScanCase(thread_bitgen, id);
-          request = std::move(scan.request);
-          expected = std::move(scan.expected);
-        }
-        auto context = MakeContext();
-        v1::ExecuteResponse response;
-        const grpc::Status status = stub->Execute(context.get(), request, &response);
-        if (!status.ok() || response.request_id() != id ||
-            TensorValues(response.output()) != expected) {
-          ++failures;
-          ADD_FAILURE() << id << ": " << status.error_code() << " " << status.error_message()
-                        << "\nrequest: " << request.ShortDebugString().substr(0, 400);
-        }
-        ++answered;
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(answered.load(), kThreads * kRequestsPerThread);
+  EXPECT_EQ(
+      RunMixedLoad(server_->grpc_address(), weights, "shared-b", kThreads, kRequestsPerThread), 0);
 
   absl::StatusOr<std::string> exposition = HttpGet(server_->metrics_address(), "/metrics");
   ASSERT_TRUE(exposition.ok()) << exposition.status();

@@ -3,14 +3,12 @@
 // must still get its correct answer (re-run on the other device, then on the
 // CPU fallback), the removals must be counted, and the server keeps serving.
 
-#include <atomic>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/random/random.h"
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/server/mixed_load.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"
@@ -35,37 +33,8 @@ TEST_F(DeviceRemovalTest, EveryRequestIsAnsweredCorrectlyWhileDevicesFail) {
   b.set_tensor_id("weights");
   ASSERT_TRUE(Register(b, nullptr).ok());
 
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      absl::BitGen thread_bitgen;
-      auto stub = v1::OperatorService::NewStub(MakeChannel(server_->grpc_address()));
-      for (int i = 0; i < kRequestsPerThread; ++i) {
-        const std::string id = absl::StrCat("t", t, "-", i);
-        v1::ExecuteRequest request;
-        std::vector<double> expected;
-        if (i % 2 == 0) {
-          const QuantizedMatMulCase c = RandomMatMulCase(thread_bitgen, weights);
-          request = MatMulRequest(id, c, "weights");
-          expected = QuantizedMatMulReference(c);
-        } else {
-          ScanCase scan = RandomScanCase(thread_bitgen, id);
-          request = std::move(scan.request);
-          expected = std::move(scan.expected);
-        }
-        auto context = MakeContext();
-        v1::ExecuteResponse response;
-        const grpc::Status status = stub->Execute(context.get(), request, &response);
-        if (!status.ok() || TensorValues(response.output()) != expected) {
-          ++failures;
-          ADD_FAILURE() << id << ": " << status.error_code() << " " << status.error_message();
-        }
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(RunMixedLoad(server_->grpc_address(), weights, "weights", kThreads, kRequestsPerThread),
+            0);
 
   // Both D3D12 devices were taken out of rotation, once each, and counted.
   EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
