@@ -1,0 +1,274 @@
+#include "bench/load_generator/workload.h"
+
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cpp/request_builders.h"
+#include "client/cpp/tensor_codec.h"
+
+namespace dmlserve::load {
+namespace {
+
+using client::MakeTensor;
+
+struct ScanLayout {
+  uint64_t outer = 1;
+  uint64_t length = 1;
+  uint64_t inner = 1;
+};
+
+ScanLayout LayoutOf(const std::vector<uint32_t>& sizes, uint32_t axis) {
+  ScanLayout layout;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d < axis) layout.outer *= sizes[d];
+    if (d == axis) layout.length = sizes[d];
+    if (d > axis) layout.inner *= sizes[d];
+  }
+  return layout;
+}
+
+// The scan in T's own arithmetic (unsigned types wrap, as the spec says the
+// hardware does), widened to double for comparison.
+template <typename T>
+std::vector<double> ReferenceScan(const std::vector<T>& input, const ScanLayout& layout,
+                                  bool product, bool reverse, bool exclusive) {
+  std::vector<double> output(input.size());
+  for (uint64_t o = 0; o < layout.outer; ++o) {
+    for (uint64_t i = 0; i < layout.inner; ++i) {
+      T accumulator = product ? T(1) : T(0);
+      for (uint64_t step = 0; step < layout.length; ++step) {
+        const uint64_t a = reverse ? layout.length - 1 - step : step;
+        const uint64_t index = (o * layout.length + a) * layout.inner + i;
+        if (exclusive) output[index] = static_cast<double>(accumulator);
+        accumulator = product ? static_cast<T>(accumulator * input[index])
+                              : static_cast<T>(accumulator + input[index]);
+        if (!exclusive) output[index] = static_cast<double>(accumulator);
+      }
+    }
+  }
+  return output;
+}
+
+PooledRequest MakeScanRequest(OperatorChoice op, const WorkloadOptions& options,
+                              std::mt19937_64& rng) {
+  const bool product = op == OperatorChoice::kCumprod;
+  client::ScanOptions scan;
+  scan.axis = options.scan_axis;
+  if (options.mixed_scan_attributes) {
+    scan.reverse = rng() & 1;
+    scan.exclusive = rng() & 2;
+  }
+  uint64_t count = 1;
+  for (uint32_t size : options.scan_sizes) count *= size;
+  const ScanLayout layout = LayoutOf(options.scan_sizes, options.scan_axis);
+
+  PooledRequest pooled;
+  pooled.op = op;
+  v1::Tensor input;
+  switch (options.scan_type) {
+    case v1::UINT32:
+    case v1::INT32: {
+      // Products of odd numbers never collapse to 0 modulo 2^32, so every
+      // element of a long cumprod still depends on all before it.
+      std::vector<uint32_t> values(count);
+      for (uint32_t& value : values) value = static_cast<uint32_t>(rng()) | (product ? 1u : 0u);
+      pooled.expected =
+          ReferenceScan<uint32_t>(values, layout, product, scan.reverse, scan.exclusive);
+      if (options.scan_type == v1::INT32) {
+        std::vector<int32_t> signed_values(values.begin(), values.end());
+        for (double& expected : pooled.expected) {
+          expected = static_cast<int32_t>(static_cast<uint32_t>(expected));
+        }
+        input = MakeTensor<int32_t>(options.scan_sizes, signed_values);
+      } else {
+        input = MakeTensor<uint32_t>(options.scan_sizes, values);
+      }
+      break;
+    }
+    case v1::FLOAT32:
+    case v1::FLOAT16: {
+      // Near 1, so that sums and products stay finite over long lines.
+      std::uniform_real_distribution<float> near_one(0.9f, 1.1f);
+      std::vector<float> values(count);
+      for (float& value : values) value = near_one(rng);
+      if (options.scan_type == v1::FLOAT32) {
+        input = MakeTensor<float>(options.scan_sizes, values);
+        std::vector<double> wide(values.begin(), values.end());
+        pooled.expected =
+            ReferenceScan<double>(wide, layout, product, scan.reverse, scan.exclusive);
+        pooled.tolerance = 1e-4;
+        pooled.relative_tolerance = true;
+      } else {
+        input = client::MakeFloat16Tensor(options.scan_sizes, values);
+      }
+      break;
+    }
+    default: {
+      // Sent as raw bytes, unchecked: a way to load other types.
+      input.set_data_type(options.scan_type);
+      input.mutable_sizes()->Add(options.scan_sizes.begin(), options.scan_sizes.end());
+      std::string* data = input.mutable_data();
+      data->resize(count * client::DataTypeByteSize(options.scan_type));
+      for (char& byte : *data) byte = static_cast<char>(rng() % 3);
+    }
+  }
+  pooled.request = product ? client::CumulativeProductRequest(input, scan)
+                           : client::CumulativeSummationRequest(input, scan);
+  return pooled;
+}
+
+double RoundHalfToEven(double value) {
+  const double floor = std::floor(value);
+  const double fraction = value - floor;
+  if (fraction > 0.5) return floor + 1;
+  if (fraction < 0.5) return floor;
+  return std::fmod(floor, 2.0) == 0 ? floor : floor + 1;
+}
+
+// Inputs of the shared-B matrix multiply and its float64 reference.
+struct MatMulData {
+  std::vector<uint8_t> b;
+  std::vector<float> b_scale;
+  uint8_t b_zero_point = 128;
+};
+
+PooledRequest MakeMatMulRequest(const WorkloadOptions& options, const MatMulData& shared,
+                                const v1::Tensor& b, std::mt19937_64& rng) {
+  const uint32_t m = options.m, k = options.k, n = options.n;
+  std::vector<int8_t> a(static_cast<size_t>(m) * k);
+  for (int8_t& value : a) value = static_cast<int8_t>(rng());
+  const int8_t a_zero_point = static_cast<int8_t>(static_cast<int>(rng() % 21) - 10);
+  const float a_scale = 0.02f;
+  // About 40 output steps per standard deviation of the accumulator
+  // (elements spread as uniform bytes, about 74 each), so outputs use the
+  // int8 range with some saturation.
+  double mean_b_scale = 0;
+  for (float scale : shared.b_scale) mean_b_scale += scale;
+  mean_b_scale /= n;
+  const float output_scale =
+      static_cast<float>(a_scale * mean_b_scale * std::sqrt(static_cast<double>(k)) * 74 * 74 / 40);
+
+  client::QuantizedMatMulInputs inputs;
+  inputs.a = MakeTensor<int8_t>({m, k}, a);
+  inputs.a_scale = MakeTensor<float>({1, 1, 1, 1}, {a_scale});
+  inputs.a_zero_point = MakeTensor<int8_t>({1, 1, 1, 1}, {a_zero_point});
+  inputs.b = b;
+  inputs.b_scale = MakeTensor<float>({1, 1, 1, n}, shared.b_scale);
+  inputs.b_zero_point = MakeTensor<uint8_t>({1, 1, 1, 1}, {shared.b_zero_point});
+  inputs.output_scale = MakeTensor<float>({1, 1, 1, 1}, {output_scale});
+  inputs.output_zero_point = MakeTensor<int8_t>({1, 1, 1, 1}, {0});
+
+  PooledRequest pooled;
+  pooled.op = OperatorChoice::kQMatMul;
+  pooled.request = client::QuantizedLinearMatrixMultiplyRequest(inputs);
+  pooled.expected.resize(static_cast<size_t>(m) * n);
+  for (uint32_t row = 0; row < m; ++row) {
+    for (uint32_t column = 0; column < n; ++column) {
+      int64_t accumulator = 0;
+      for (uint32_t i = 0; i < k; ++i) {
+        accumulator += (static_cast<int64_t>(a[row * k + i]) - a_zero_point) *
+                       (static_cast<int64_t>(shared.b[i * n + column]) - shared.b_zero_point);
+      }
+      const double scaled = static_cast<double>(accumulator) * a_scale *
+                            shared.b_scale[column] / output_scale;
+      const double rounded = RoundHalfToEven(scaled);
+      pooled.expected[row * n + column] = std::min(127.0, std::max(-128.0, rounded));
+    }
+  }
+  // The server may requantize in float32: a near-tie may round either way.
+  pooled.tolerance = 1;
+  return pooled;
+}
+
+}  // namespace
+
+const char* OperatorChoiceName(OperatorChoice choice) {
+  switch (choice) {
+    case OperatorChoice::kCumsum:
+      return "cumsum";
+    case OperatorChoice::kCumprod:
+      return "cumprod";
+    case OperatorChoice::kQMatMul:
+      return "qmatmul";
+  }
+  return "?";
+}
+
+absl::StatusOr<Workload> Workload::Create(const WorkloadOptions& options) {
+  if (options.cumsum_weight < 0 || options.cumprod_weight < 0 || options.qmatmul_weight < 0 ||
+      options.cumsum_weight + options.cumprod_weight + options.qmatmul_weight == 0) {
+    return absl::InvalidArgumentError("the operator mix needs a positive weight");
+  }
+  if (options.scan_axis >= options.scan_sizes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("scan axis ", options.scan_axis,
+                                                   " is out of range for sizes [",
+                                                   absl::StrJoin(options.scan_sizes, ","), "]"));
+  }
+  if (options.m == 0 || options.k == 0 || options.n == 0 || options.pool_size <= 0) {
+    return absl::InvalidArgumentError("matrix sizes and the pool size must be positive");
+  }
+  Workload workload;
+  workload.weights_[0] = options.cumsum_weight;
+  workload.weights_[1] = options.cumprod_weight;
+  workload.weights_[2] = options.qmatmul_weight;
+  std::mt19937_64 rng(options.seed);
+
+  MatMulData shared;
+  if (options.qmatmul_weight > 0) {
+    shared.b.resize(static_cast<size_t>(options.k) * options.n);
+    for (uint8_t& value : shared.b) value = static_cast<uint8_t>(rng());
+    std::uniform_real_distribution<float> scales(0.005f, 0.01f);
+    shared.b_scale.resize(options.n);
+    for (float& scale : shared.b_scale) scale = scales(rng);
+    workload.b_ = MakeTensor<uint8_t>({options.k, options.n}, shared.b);
+  }
+  const v1::Tensor b_in_request = options.registered_b_id.empty()
+                                      ? workload.b_
+                                      : client::MakeTensorReference(options.registered_b_id);
+  for (int i = 0; i < options.pool_size; ++i) {
+    if (options.cumsum_weight > 0) {
+      workload.pools_[0].push_back(MakeScanRequest(OperatorChoice::kCumsum, options, rng));
+    }
+    if (options.cumprod_weight > 0) {
+      workload.pools_[1].push_back(MakeScanRequest(OperatorChoice::kCumprod, options, rng));
+    }
+    if (options.qmatmul_weight > 0) {
+      workload.pools_[2].push_back(MakeMatMulRequest(options, shared, b_in_request, rng));
+    }
+  }
+  return workload;
+}
+
+const PooledRequest& Workload::Pick(std::mt19937_64& rng) const {
+  int draw = static_cast<int>(rng() % (weights_[0] + weights_[1] + weights_[2]));
+  int op = 0;
+  while (draw >= weights_[op]) draw -= weights_[op++];
+  const std::vector<PooledRequest>& pool = pools_[op];
+  return pool[rng() % pool.size()];
+}
+
+absl::Status Workload::Check(const PooledRequest& request, const v1::Tensor& output) {
+  if (request.expected.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<double>> values = client::DecodeTensorAsDouble(output);
+  if (!values.ok()) return values.status();
+  if (values->size() != request.expected.size()) {
+    return absl::DataLossError(absl::StrCat("output has ", values->size(), " elements, expected ",
+                                            request.expected.size()));
+  }
+  for (size_t i = 0; i < values->size(); ++i) {
+    const double expected = request.expected[i];
+    const double allowed =
+        request.relative_tolerance ? request.tolerance * std::max(1.0, std::abs(expected))
+                                   : request.tolerance;
+    if (!(std::abs((*values)[i] - expected) <= allowed)) {
+      return absl::DataLossError(absl::StrCat("element ", i, " is ", (*values)[i], ", expected ",
+                                              expected));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dmlserve::load
