@@ -24,7 +24,7 @@ namespace {
 // platform has no D3D12 device; the cases then report the reason as an error.
 Device* D3D12(std::string* error) {
   static std::string* creation_error = new std::string;
-  static Device* device = [] () -> Device* {
+  static Device* device = []() -> Device* {
     D3D12Options options;
     options.allow_software = true;
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices = CreateD3D12Devices(options);
@@ -96,15 +96,14 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_64x4096_axis1, kSum, DataType:
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_64x4096_axis0, kSum, DataType::kFloat32,
                          {64, 4096}, 0);
 // One line of 1M elements: the reduce-then-scan (multi-pass) strategy.
-DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_1M_axis0, kSum, DataType::kFloat32, {1 << 20},
-                         0)
+DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_1M_axis0, kSum, DataType::kFloat32, {1 << 20}, 0)
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumprod_f32_64x4096_axis1, kProduct, DataType::kFloat32,
                          {64, 4096}, 1);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f16_64x4096_axis1, kSum, DataType::kFloat16,
                          {64, 4096}, 1);
-DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_i64_64x4096_axis1, kSum, DataType::kInt64,
-                         {64, 4096}, 1);
+DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_i64_64x4096_axis1, kSum, DataType::kInt64, {64, 4096},
+                         1);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_i64_1M_axis0, kSum, DataType::kInt64, {1 << 20}, 0)
     ->Unit(benchmark::kMillisecond);
 
@@ -124,8 +123,8 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, qlinear_64x256x256_inline_b, 1, 64, 256
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, qlinear_64x256x256_registered_b, 1, 64, 256, 256, true)
     ->Unit(benchmark::kMillisecond);
-DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, qlinear_fused_16x4x256x256_registered_b, 16, 4, 256,
-                         256, true)
+DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, qlinear_fused_16x4x256x256_registered_b, 16, 4, 256, 256,
+                         true)
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, qlinear_fused_16x4x256x256_inline_b, 16, 4, 256, 256,
                          false)

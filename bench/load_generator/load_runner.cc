@@ -23,9 +23,9 @@ void ClientLoop(int thread_index, client::Client& client, const Workload& worklo
                 const RunOptions& options, SharedState& shared, LoadStats& stats) {
   std::mt19937_64 rng(options.seed * 7919 + thread_index);
   // Open loop: each thread owns every threads-th slot of the global schedule.
-  const absl::Duration interval =
-      options.target_rate > 0 ? absl::Seconds(options.threads / options.target_rate)
-                              : absl::ZeroDuration();
+  const absl::Duration interval = options.target_rate > 0
+                                      ? absl::Seconds(options.threads / options.target_rate)
+                                      : absl::ZeroDuration();
   absl::Time next_send =
       shared.start + (options.target_rate > 0 ? absl::Seconds(thread_index / options.target_rate)
                                               : absl::ZeroDuration());
@@ -92,7 +92,8 @@ RunResult RunLoad(client::Client& client, const Workload& workload, const RunOpt
   std::vector<LoadStats> per_thread(options.threads);
   std::vector<std::thread> threads;
   for (int t = 0; t < options.threads; ++t) {
-    threads.emplace_back([&, t] { ClientLoop(t, client, workload, options, shared, per_thread[t]); });
+    threads.emplace_back(
+        [&, t] { ClientLoop(t, client, workload, options, shared, per_thread[t]); });
   }
   for (std::thread& thread : threads) thread.join();
   RunResult result;

@@ -11,6 +11,14 @@ namespace {
 
 constexpr size_t kMaxExamples = 5;
 
+// Keeps a few distinct messages: one failure repeated thousands of times
+// should not hide a second kind.
+void AddExample(const std::string& example, std::vector<std::string>& examples) {
+  if (examples.size() >= kMaxExamples) return;
+  if (std::find(examples.begin(), examples.end(), example) != examples.end()) return;
+  examples.push_back(example);
+}
+
 // Nearest-rank percentile of sorted values.
 double Percentile(const std::vector<double>& sorted, double percent) {
   if (sorted.empty()) return 0;
@@ -37,12 +45,12 @@ std::string BucketName(uint32_t high) {
 
 void LoadStats::RecordError(const absl::Status& status) {
   ++errors[status.code()];
-  if (error_examples.size() < kMaxExamples) error_examples.push_back(status.ToString());
+  AddExample(status.ToString(), error_examples);
 }
 
 void LoadStats::RecordWrong(const std::string& what) {
   ++wrong;
-  if (wrong_examples.size() < kMaxExamples) wrong_examples.push_back(what);
+  AddExample(what, wrong_examples);
 }
 
 void LoadStats::Merge(const LoadStats& other) {
@@ -55,16 +63,12 @@ void LoadStats::Merge(const LoadStats& other) {
   for (const auto& [key, count] : other.batch_sizes) batch_sizes[key] += count;
   for (const auto& [key, count] : other.devices) devices[key] += count;
   for (const auto& [key, count] : other.errors) errors[key] += count;
-  for (const std::string& example : other.error_examples) {
-    if (error_examples.size() < kMaxExamples) error_examples.push_back(example);
-  }
+  for (const std::string& example : other.error_examples) AddExample(example, error_examples);
   queue_seconds += other.queue_seconds;
   compute_seconds += other.compute_seconds;
   checked += other.checked;
   wrong += other.wrong;
-  for (const std::string& example : other.wrong_examples) {
-    if (wrong_examples.size() < kMaxExamples) wrong_examples.push_back(example);
-  }
+  for (const std::string& example : other.wrong_examples) AddExample(example, wrong_examples);
   late_sends += other.late_sends;
 }
 
@@ -91,13 +95,12 @@ void PrintReport(const LoadStats& stats, const ReportContext& context, std::ostr
     for (double latency : sorted) sum += latency;
     out << "latency:     p50 " << Milliseconds(Percentile(sorted, 50)) << ", p90 "
         << Milliseconds(Percentile(sorted, 90)) << ", p99 " << Milliseconds(Percentile(sorted, 99))
-        << ", max " << Milliseconds(sorted.back()) << ", mean "
-        << Milliseconds(sum / sorted.size()) << "\n";
+        << ", max " << Milliseconds(sorted.back()) << ", mean " << Milliseconds(sum / sorted.size())
+        << "\n";
   }
   if (stats.successes > 0) {
     out << "server:      mean queue " << Milliseconds(stats.queue_seconds / stats.successes)
-        << ", mean batch compute " << Milliseconds(stats.compute_seconds / stats.successes)
-        << "\n";
+        << ", mean batch compute " << Milliseconds(stats.compute_seconds / stats.successes) << "\n";
   }
 
   // Requests per bucket, so the shares say what fraction of the traffic ran
@@ -109,7 +112,8 @@ void PrintReport(const LoadStats& stats, const ReportContext& context, std::ostr
     size_sum += static_cast<double>(size) * count;
   }
   if (stats.successes > 0) {
-    out << absl::StrFormat("batch size:  mean %.2f as seen by requests;", size_sum / stats.successes);
+    out << absl::StrFormat("batch size:  mean %.2f as seen by requests;",
+                           size_sum / stats.successes);
     for (const auto& [high, count] : buckets) {
       out << absl::StrFormat(" [%s] %.1f%%", BucketName(high), 100.0 * count / stats.successes);
     }

@@ -26,7 +26,7 @@ struct LoadStats {
   std::map<uint32_t, uint64_t> batch_sizes;  // ExecutionInfo.batch_size
   std::map<std::string, uint64_t> devices;   // ExecutionInfo.device
   std::map<absl::StatusCode, uint64_t> errors;
-  std::vector<std::string> error_examples;  // first few messages
+  std::vector<std::string> error_examples;  // a few distinct messages
   double queue_seconds = 0;                 // sums of ExecutionInfo's times
   double compute_seconds = 0;
   uint64_t checked = 0;  // responses compared with their reference

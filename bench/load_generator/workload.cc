@@ -172,8 +172,8 @@ PooledRequest MakeMatMulRequest(const WorkloadOptions& options, const MatMulData
         accumulator += (static_cast<int64_t>(a[row * k + i]) - a_zero_point) *
                        (static_cast<int64_t>(shared.b[i * n + column]) - shared.b_zero_point);
       }
-      const double scaled = static_cast<double>(accumulator) * a_scale *
-                            shared.b_scale[column] / output_scale;
+      const double scaled =
+          static_cast<double>(accumulator) * a_scale * shared.b_scale[column] / output_scale;
       const double rounded = RoundHalfToEven(scaled);
       pooled.expected[row * n + column] = std::min(127.0, std::max(-128.0, rounded));
     }
@@ -260,12 +260,12 @@ absl::Status Workload::Check(const PooledRequest& request, const v1::Tensor& out
   }
   for (size_t i = 0; i < values->size(); ++i) {
     const double expected = request.expected[i];
-    const double allowed =
-        request.relative_tolerance ? request.tolerance * std::max(1.0, std::abs(expected))
-                                   : request.tolerance;
+    const double allowed = request.relative_tolerance
+                               ? request.tolerance * std::max(1.0, std::abs(expected))
+                               : request.tolerance;
     if (!(std::abs((*values)[i] - expected) <= allowed)) {
-      return absl::DataLossError(absl::StrCat("element ", i, " is ", (*values)[i], ", expected ",
-                                              expected));
+      return absl::DataLossError(
+          absl::StrCat("element ", i, " is ", (*values)[i], ", expected ", expected));
     }
   }
   return absl::OkStatus();
