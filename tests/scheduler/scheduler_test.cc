@@ -491,6 +491,9 @@ TEST_F(SchedulerTest, FallbackDevicesTakeOverOnlyWhenEveryPrimaryFailed) {
   ASSERT_TRUE(lost->Await());
   ExpectCorrectScan(*lost);
   EXPECT_EQ(lost->result.info.device, "cpu:0");
+  // The removal is reported outside the scheduler's lock, possibly after the
+  // fallback already answered.
+  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
   EXPECT_THAT(observer_.removed(), ElementsAre("gpu:0"));
   auto later = Submit(ScanOf(kF32, {4}, 4));
   ASSERT_TRUE(later->Await());
