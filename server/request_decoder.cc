@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -189,6 +190,18 @@ absl::StatusOr<Operation> DecodeExecuteRequest(v1::ExecuteRequest* request,
       break;
   }
   if (!operation.ok()) return WithFieldPrefix(operation.status(), OperatorName(*kind));
+  // Small inputs can ask for a huge matmul output (M x N with K = 1, or a
+  // registered B): the output is held to the same cap as any input, so one
+  // request cannot exhaust the server's memory.
+  if (const auto* matmul = std::get_if<QuantizedMatMulOperation>(&*operation)) {
+    const uint64_t output_bytes = ElementCount(matmul->output_sizes);
+    if (output_bytes > max_tensor_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          OperatorName(*kind), ".output: ", DataTypeName(matmul->output_data_type), " sizes ",
+          ShapeToString(matmul->output_sizes), " need ", output_bytes, " bytes, over the limit of ",
+          max_tensor_bytes, " bytes (--max_request_bytes)"));
+    }
+  }
   return operation;
 }
 

@@ -44,6 +44,29 @@ TEST_F(OversizedRequestTest, IsResourceExhausted) {
   ExpectServerStillAnswers();
 }
 
+TEST_F(OversizedRequestTest, AHugeOutputFromSmallInputsIsResourceExhausted) {
+  // 1024 x 1 times 1 x 1024: 2 KiB of inputs asking for 1 MiB of output.
+  QuantizedMatMulCase c;
+  c.m = 1024;
+  c.k = 1;
+  c.n = 1024;
+  c.a.assign(c.m * c.k, 3);
+  c.b.assign(c.k * c.n, 5);
+  v1::ExecuteResponse response;
+  const grpc::Status status = Execute(MatMulRequest("huge", c), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("quantized_linear_matrix_multiply.output: UINT8 sizes [1,1,1024,1024] "
+                        "need 1048576 bytes, over the limit of 65536 bytes"));
+
+  // An output within the limit is computed.
+  c.m = 64;
+  c.a.assign(c.m * c.k, 3);
+  ASSERT_TRUE(Execute(MatMulRequest("fits", c), &response).ok());
+  EXPECT_EQ(TensorValues(response.output()), QuantizedMatMulReference(c));
+  ExpectServerStillAnswers();
+}
+
 // Jobs wait long enough in the scheduler for the client to give up on them.
 class SlowQueueTest : public ServerTest {
  protected:
