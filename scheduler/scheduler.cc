@@ -65,9 +65,18 @@ class Scheduler::Impl {
     std::unique_ptr<Device> device;
     bool healthy = true;
     bool fallback = false;
+    int workers = 1;   // max_inflight_batches()
+    int inflight = 0;  // batches it is running
   };
 
   void WorkerLoop(DeviceSlot* slot);
+  // Whether `slot` should take the next batch: no other device of its kind
+  // (primary or fallback) with a free worker has fewer batches running. A
+  // free worker is waiting or about to look at the queue, so the batch is
+  // not stranded.
+  // Devices pull work, so this turns "whoever wakes first" into placement on
+  // the least-loaded device.
+  bool IsLeastLoadedLocked(const DeviceSlot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
   // Runs a batch outside the lock and completes its jobs. A non-OK result is
   // the device's own failure: then no job was completed.
@@ -144,7 +153,8 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
     for (size_t i = 0; i < devices.size(); ++i) {
       slots_[i].device = std::move(devices[i]);
       slots_[i].fallback = i >= primaries;
-      for (int j = 0; j < std::max(1, slots_[i].device->max_inflight_batches()); ++j) {
+      slots_[i].workers = std::max(1, slots_[i].device->max_inflight_batches());
+      for (int j = 0; j < slots_[i].workers; ++j) {
         workers.push_back(&slots_[i]);
       }
     }
@@ -201,8 +211,11 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
   while (slot->healthy) {
     const absl::Time now = absl::Now();
     const bool may_run = !slot->fallback || healthy_primary_devices_ == 0;
-    if (!may_run || !queue_.HasRunnable(now)) {
+    if (!may_run || !queue_.HasRunnable(now) || !IsLeastLoadedLocked(*slot)) {
       if (shutting_down_ && queue_.empty() && inflight_batches_ == 0) break;
+      // Leaving runnable work to a less-loaded device: make sure its waiting
+      // worker wakes, since the signal may have woken only this one.
+      if (may_run && queue_.HasRunnable(now)) work_cv_.SignalAll();
       work_cv_.Wait(&mu_);
       continue;
     }
@@ -217,6 +230,7 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
       batch.reset();
     } else {
       ++inflight_batches_;
+      ++slot->inflight;
     }
     // Wake another idle worker if more is runnable (wakes chain one by one).
     if (queue_.HasRunnable(now)) WakeWorkerLocked();
@@ -229,6 +243,7 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
       bool removed_now = false;
       mu_.Lock();
       --inflight_batches_;
+      --slot->inflight;
       if (!failure.ok()) {
         removed_now = HandleDeviceFailureLocked(slot, std::move(batch), failure, completions);
       }
@@ -244,6 +259,16 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
     mu_.Lock();
   }
   mu_.Unlock();
+}
+
+bool Scheduler::Impl::IsLeastLoadedLocked(const DeviceSlot& slot) const {
+  for (const DeviceSlot& other : slots_) {
+    if (&other != &slot && other.healthy && other.fallback == slot.fallback &&
+        other.inflight < other.workers && other.inflight < slot.inflight) {
+      return false;
+    }
+  }
+  return true;
 }
 
 absl::Status Scheduler::Impl::Run(const DeviceSlot& slot, Batch& batch) {

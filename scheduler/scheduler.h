@@ -6,8 +6,9 @@
 // Jobs are grouped by compatibility key (compatibility_key.h) into pending
 // batches. A batch closes when it holds max_batch_size jobs or max_batch_bytes
 // bytes, or when its oldest job has waited max_queue_delay; closed batches go
-// to a ready queue from which every device pulls when it has a free slot
-// (least-loaded placement falls out of pulling), preferring batches whose
+// to a ready queue from which every device pulls when it has a free slot; a
+// device with batches running leaves the next one to an idle device with
+// fewer (least-outstanding-work placement), and a device prefers batches whose
 // registered tensors are resident on it. Admission is bounded by max_queue.
 
 #include <cstdint>

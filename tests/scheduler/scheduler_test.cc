@@ -538,6 +538,35 @@ TEST_F(SchedulerTest, ADeviceRunsUpToItsInflightLimitAtOnce) {
   ExpectCorrectScan(*i32);
 }
 
+TEST_F(SchedulerTest, ABusyDeviceLeavesTheNextBatchToAnIdleOne) {
+  // Two devices that could each run two batches at once: a device already
+  // running one must leave the next to the idle device, whichever worker
+  // happens to wake first. Repeated on fresh schedulers, since a wrong
+  // placement would only show some of the time.
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    scheduler_.reset();
+    devices_.clear();
+    Start(Options(), /*device_count=*/2, /*inflight=*/2);
+    devices_[0]->Hold();
+    devices_[1]->Hold();
+    const auto entered = [this] {
+      return devices_[0]->attempted().size() + devices_[1]->attempted().size();
+    };
+    // Distinct data types keep the two jobs in batches of their own.
+    auto first = Submit(ScanOf(kF32, {4}, 1));
+    while (entered() < 1) absl::SleepFor(absl::Milliseconds(1));
+    auto second = Submit(ScanOf(DataType::kInt32, {4}, 2));
+    while (entered() < 2) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_EQ(devices_[0]->attempted().size(), 1u);
+    EXPECT_EQ(devices_[1]->attempted().size(), 1u);
+    devices_[0]->Release();
+    devices_[1]->Release();
+    ASSERT_TRUE(first->Await());
+    ASSERT_TRUE(second->Await());
+  }
+}
+
 TEST_F(SchedulerTest, PrefersABatchWhoseWeightsAreResident) {
   Start(Options());
   devices_[0]->MakeResident("warm");
