@@ -35,7 +35,8 @@ done
 
 if [ "${DMLSERVE_WINDOWS_RUN:-0}" = 1 ]; then
   wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
-  export WINEPREFIX="$build/wineprefix" WINEDEBUG=-all
+  # No Mono/Gecko: their first-run install prompts could wait forever under xvfb.
+  export WINEPREFIX="$build/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
   # D3D12 under wine needs an X display (wined3d creates the DXGI adapter).
   xvfb-run -a -s "-screen 0 640x480x24" "$wine" "$build/d3d12_windows_runtime_test.exe"
   # Z: is wine's drive for the Linux root.
