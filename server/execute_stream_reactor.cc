@@ -1,20 +1,31 @@
 #include "server/execute_stream_reactor.h"
 
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "server/client_deadline.h"
 #include "server/status_conversion.h"
 
 namespace dmlserve {
+namespace {
+
+// What the item's response will hold; its inputs were paid for by the client.
+uint64_t OutputBytes(const Operation& operation) {
+  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return scan->input.byte_size();
+  return ElementCount(std::get<QuantizedMatMulOperation>(operation).output_sizes);
+}
+
+}  // namespace
 
 ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
                                            RequestExecutor* executor, DrainGate* gate,
-                                           int max_backlog)
+                                           int max_backlog, uint64_t max_backlog_bytes)
     : context_(context),
       executor_(executor),
       gate_(gate),
-      max_backlog_(max_backlog > 0 ? max_backlog : 1) {
+      max_backlog_(max_backlog > 0 ? max_backlog : 1),
+      max_backlog_bytes_(max_backlog_bytes) {
   if (!gate_->TryEnter()) {
     gate_ = nullptr;
     {
@@ -55,6 +66,9 @@ void ExecuteStreamReactor::OnReadDone(bool ok) {
       [this, sequence](std::shared_ptr<Job> job) {
         absl::MutexLock lock(&mutex_);
         if (broken_) job->Cancel();
+        const uint64_t bytes = OutputBytes(job->operation);
+        backlog_bytes_ += bytes;
+        reserved_bytes_.emplace(sequence, bytes);
         jobs_.emplace(sequence, std::move(job));
       },
       [this, sequence](absl::Status status, v1::ExecuteResponse response) {
@@ -73,10 +87,16 @@ void ExecuteStreamReactor::OnItemDone(uint64_t sequence, absl::Status status,
   {
     absl::MutexLock lock(&mutex_);
     jobs_.erase(sequence);
+    uint64_t reserved = 0;
+    if (auto it = reserved_bytes_.find(sequence); it != reserved_bytes_.end()) {
+      reserved = it->second;
+      reserved_bytes_.erase(it);
+    }
     if (broken_) {
       --unanswered_;
+      backlog_bytes_ -= reserved;
     } else {
-      pending_writes_.push_back(std::move(response));
+      pending_writes_.push_back({std::move(response), reserved});
     }
   }
   Advance();
@@ -87,11 +107,12 @@ void ExecuteStreamReactor::OnWriteDone(bool ok) {
     absl::MutexLock lock(&mutex_);
     writing_ = false;
     --unanswered_;
+    backlog_bytes_ -= writing_reserved_bytes_;
+    writing_reserved_bytes_ = 0;
     if (!ok) {
       // The call is broken; nothing more can be written.
       broken_ = true;
-      unanswered_ -= static_cast<int>(pending_writes_.size());
-      pending_writes_.clear();
+      DropPendingWritesLocked();
     }
   }
   Advance();
@@ -102,12 +123,17 @@ void ExecuteStreamReactor::OnCancel() {
   {
     absl::MutexLock lock(&mutex_);
     broken_ = true;
-    unanswered_ -= static_cast<int>(pending_writes_.size());
-    pending_writes_.clear();
+    DropPendingWritesLocked();
     for (auto& [sequence, job] : jobs_) jobs.push_back(job);
   }
   for (const auto& job : jobs) job->Cancel();
   Advance();
+}
+
+void ExecuteStreamReactor::DropPendingWritesLocked() {
+  unanswered_ -= static_cast<int>(pending_writes_.size());
+  for (const PendingWrite& write : pending_writes_) backlog_bytes_ -= write.reserved_bytes;
+  pending_writes_.clear();
 }
 
 void ExecuteStreamReactor::OnDone() {
@@ -124,12 +150,14 @@ void ExecuteStreamReactor::Advance() {
     absl::MutexLock lock(&mutex_);
     if (finished_) return;
     if (!writing_ && !pending_writes_.empty() && !broken_) {
-      writing_message_ = std::move(pending_writes_.front());
+      writing_message_ = std::move(pending_writes_.front().response);
+      writing_reserved_bytes_ = pending_writes_.front().reserved_bytes;
       pending_writes_.pop_front();
       writing_ = true;
       start_write = true;
     }
-    if (!reading_ && !reads_done_ && !broken_ && unanswered_ < max_backlog_) {
+    if (!reading_ && !reads_done_ && !broken_ && unanswered_ < max_backlog_ &&
+        backlog_bytes_ < max_backlog_bytes_) {
       reading_ = true;
       start_read = true;
     }

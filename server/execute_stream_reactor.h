@@ -7,9 +7,11 @@
 // in completion order (clients match them by request_id), one write in flight
 // at a time with the rest queued. A bad item gets its error in the response's
 // `status` and the stream goes on. Reading pauses while `max_backlog` items
-// are unanswered, so a client that sends faster than the server computes (or
-// stops reading responses) is held back by flow control instead of growing
-// the server's memory. After the client half-closes, the stream finishes once
+// are unanswered, or while the outputs of unanswered items add up to
+// `max_backlog_bytes` (a tiny matmul request can ask for a huge output), so a
+// client that sends faster than the server computes (or stops reading
+// responses) is held back by flow control instead of growing the server's
+// memory. After the client half-closes, the stream finishes once
 // every response is written. Cancellation cancels the unfinished jobs; the
 // reactor lives until each of them has called back.
 
@@ -35,7 +37,7 @@ class ExecuteStreamReactor final
  public:
   // Finishes at once with UNAVAILABLE when `gate` does not admit the call.
   ExecuteStreamReactor(grpc::CallbackServerContext* context, RequestExecutor* executor,
-                       DrainGate* gate, int max_backlog);
+                       DrainGate* gate, int max_backlog, uint64_t max_backlog_bytes);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -44,6 +46,8 @@ class ExecuteStreamReactor final
 
  private:
   void OnItemDone(uint64_t sequence, absl::Status status, v1::ExecuteResponse response);
+  // Drops the queued responses (the call is broken), releasing their bytes.
+  void DropPendingWritesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Starts whatever the state allows: the next write, the next read, or
   // Finish. gRPC calls are made outside the lock.
   void Advance();
@@ -52,6 +56,7 @@ class ExecuteStreamReactor final
   RequestExecutor* executor_;
   DrainGate* gate_;  // null when the call was not admitted
   const int max_backlog_;
+  const uint64_t max_backlog_bytes_;
 
   // Owned by the read in flight (only one at a time).
   v1::ExecuteRequest request_;
@@ -61,8 +66,17 @@ class ExecuteStreamReactor final
   absl::flat_hash_map<uint64_t, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mutex_) = 0;
   int unanswered_ ABSL_GUARDED_BY(mutex_) = 0;  // items read, response not yet written
-  std::deque<v1::ExecuteResponse> pending_writes_ ABSL_GUARDED_BY(mutex_);
+  // Output bytes of unanswered items: reserved when an item's job is
+  // admitted, released once its response is written or dropped.
+  uint64_t backlog_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::flat_hash_map<uint64_t, uint64_t> reserved_bytes_ ABSL_GUARDED_BY(mutex_);  // by sequence
+  struct PendingWrite {
+    v1::ExecuteResponse response;
+    uint64_t reserved_bytes;
+  };
+  std::deque<PendingWrite> pending_writes_ ABSL_GUARDED_BY(mutex_);
   v1::ExecuteResponse writing_message_;  // owned by the write in flight
+  uint64_t writing_reserved_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = false;  // a read in flight, or its item in decoding
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;

@@ -76,7 +76,10 @@ grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* 
 
 grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* OperatorService::ExecuteStream(
     grpc::CallbackServerContext* context) {
-  return new ExecuteStreamReactor(context, &executor_, gate_, scheduler_->options().max_queue);
+  // One maximal request's worth of output: a stream of huge-output items
+  // holds about that much (plus the item in hand), not max_queue times it.
+  return new ExecuteStreamReactor(context, &executor_, gate_, scheduler_->options().max_queue,
+                                  options_.max_request_bytes);
 }
 
 grpc::ServerUnaryReactor* OperatorService::RegisterTensor(grpc::CallbackServerContext* context,

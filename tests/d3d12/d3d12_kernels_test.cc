@@ -3,6 +3,9 @@
 // compared with the CPU backend and the reference (integers identical,
 // floats within the spec's tolerance), plus residency of registered weights.
 
+#include <cmath>
+#include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -192,6 +195,48 @@ TEST_F(D3D12KernelsTest, RegisteredWeightsStayResident) {
       << "the second batch re-uploaded the registered weights";
   device->Evict("resident-test-weights");
   EXPECT_FALSE(device->IsResident("resident-test-weights"));
+}
+
+// Valid scales whose product a_scale * b_scale over- or underflows float32
+// although a_scale * b_scale / output_scale does not (the kernel once gave
+// saturated values, and NaN-derived ones for a zero accumulator).
+TEST_F(D3D12KernelsTest, MatMulScalesWhoseProductLeavesFloat32Range) {
+  auto floats = [](float value) {
+    Tensor t = Tensor::Allocate(DataType::kFloat32, {1, 1, 1, 1});
+    std::memcpy(t.mutable_data(), &value, sizeof(value));
+    return t;
+  };
+  struct Scales {
+    float a, b, output;
+  };
+  const Scales cases[] = {
+      {4.0f, 1e38f, 1e38f},                                     // product overflows
+      {1e20f, 1e20f, 1e38f},                                    // product overflows
+      {1e30f, 1e30f, 1e30f},                                    // ratio overflows too
+      {std::ldexp(1.0f, -100), std::ldexp(1.0f, -48), 1e-40f},  // product underflows
+  };
+  for (size_t c = 0; c < std::size(cases); ++c) {
+    const Scales& s = cases[c];
+    QuantizedMatMulTensors t;
+    t.a = Tensor::Allocate(DataType::kInt8, {2, 1});
+    const int8_t a[] = {3, -100};
+    std::memcpy(t.a.mutable_data(), a, sizeof(a));
+    t.b = Tensor::Allocate(DataType::kInt8, {1, 5});
+    const int8_t b[] = {0, 1, -1, 2, 90};  // accumulators 0, +-3, 6, 270, -9000
+    std::memcpy(t.b.mutable_data(), b, sizeof(b));
+    t.a_scale = floats(s.a);
+    t.b_scale = floats(s.b);
+    t.output_scale = floats(s.output);
+    absl::StatusOr<QuantizedMatMulOperation> op =
+        MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+    ASSERT_TRUE(op.ok()) << op.status();
+    const std::string what = "case " + std::to_string(c);
+    CompareWithCpu({*op}, what);
+    absl::StatusOr<std::vector<Tensor>> gpu = RunBatch(d3d12_, {*op});
+    absl::StatusOr<std::vector<Tensor>> cpu = RunBatch(cpu_, {*op});
+    ASSERT_TRUE(gpu.ok() && cpu.ok());
+    EXPECT_TRUE(reference::CheckExact(cpu->front(), gpu->front()).ok()) << what;
+  }
 }
 
 }  // namespace

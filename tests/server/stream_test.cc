@@ -168,5 +168,50 @@ TEST_F(SmallQueueStreamTest, LongStreamIsHeldBackNotRejected) {
   EXPECT_EQ(answered, kItems);
 }
 
+// Items whose outputs are as large as a request may be: a tiny matmul
+// (K = 1) asks for a --max_request_bytes output. The stream holds one such
+// output at a time, not a queue's worth (which would let one client that does
+// not read its responses exhaust the server's memory with a few KB of
+// requests), so each item is read only after the previous answer was written
+// and runs alone, however long the queue delay is.
+class HugeOutputStreamTest : public ServerTest {
+ protected:
+  static constexpr uint32_t kOutputBytes = 1 << 20;
+  std::vector<std::string> ServerFlags() const override {
+    return {absl::StrCat("--max_request_bytes=", kOutputBytes), "--max_queue_delay_us=200000"};
+  }
+};
+
+TEST_F(HugeOutputStreamTest, HoldsOneHugeOutputAtATime) {
+  constexpr int kItems = 6;
+  QuantizedMatMulCase c;
+  c.m = 1024;
+  c.k = 1;
+  c.n = 1024;
+  c.a.assign(c.m, 3);
+  c.b.assign(c.n, 5);
+  ASSERT_EQ(uint64_t{c.m} * c.n, kOutputBytes);
+  auto context = MakeContext();
+  auto stream = stub_->ExecuteStream(context.get());
+  std::thread writer([&] {
+    for (int i = 0; i < kItems; ++i) {
+      if (!stream->Write(MatMulRequest(absl::StrCat(i), c))) break;
+    }
+    stream->WritesDone();
+  });
+  int answered = 0;
+  v1::ExecuteResponse response;
+  while (stream->Read(&response)) {
+    SCOPED_TRACE(response.request_id());
+    ++answered;
+    ASSERT_EQ(response.status().code(), 0) << response.status().message();
+    EXPECT_EQ(response.output().data(), std::string(kOutputBytes, '\x0f'));
+    EXPECT_EQ(response.info().batch_size(), 1u);
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(answered, kItems);
+}
+
 }  // namespace
 }  // namespace dmlserve::testing

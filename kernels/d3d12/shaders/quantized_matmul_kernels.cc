@@ -193,6 +193,7 @@ class QuantizedMatMulBuilder {
 
     const Operand row = a_.Scalar(), out_row = a_.Scalar(), ok = a_.Scalar();
     const Operand t = Vec(), value = Vec(), scale = Vec(), kz = a_.Scalar();
+    const Operand down = Vec(), up = Vec(), factor = Vec(), unscale = Vec();
     const Operand low = A::l(spec_.output_signed ? -128 : 0);
     const Operand high = A::l(spec_.output_signed ? 127 : 255);
     for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
@@ -214,11 +215,28 @@ class QuantizedMatMulBuilder {
       a_.iadd(acc_[i], acc_[i], t);
       a_.imul(kz, C(kQmmConstDepth), params.z());
       a_.imad(acc_[i], kz, b_zero, acc_[i]);
-      // round_ne(float(acc) * (a_scale * b_scale / output_scale)).
-      a_.itof(value, acc_[i]);
+      // round_ne(float(acc) * (a_scale * b_scale / output_scale)). Scales
+      // are any finite floats, so a_scale * b_scale may leave float32's
+      // range while the ratio does not: then a_scale is pre-scaled by 2^-64
+      // (or 2^64) and the ratio scaled back, which is exact and leaves the
+      // in-range arithmetic unchanged.
       a_.mul(scale, params.x(), b_scale);
+      a_.ge(down, scale.abs(), A::lf(0x1p100f));
+      a_.lt(up, scale.abs(), A::lf(0x1p-100f));
+      a_.lt(t.x(), params.x().abs(), A::lf(0x1p64f));
+      a_.and_(up, up, t.sel("xxxx"));  // else b_scale is 0 (2^64 * a_scale could be inf)
+      a_.movc(factor, down, A::lf(0x1p-64f), A::lf(1.0f));
+      a_.movc(factor, up, A::lf(0x1p64f), factor);
+      a_.movc(unscale, down, A::lf(0x1p64f), A::lf(1.0f));
+      a_.movc(unscale, up, A::lf(0x1p-64f), unscale);
+      a_.mul(scale, params.x(), factor);
+      a_.mul(scale, scale, b_scale);
       a_.div(scale, scale, params.y());
+      a_.mul(scale, scale, unscale);
+      a_.itof(value, acc_[i]);
       a_.mul(value, value, scale);
+      // 0 * inf (a ratio beyond float32) is NaN; the result is 0.
+      a_.movc(value, acc_[i], value, A::l(0, 0, 0, 0));
       a_.round_ne(value, value);
       // ftoi of out-of-range values is undefined in SPIR-V: clamp first.
       a_.max(value, value, A::lf(-1073741824.0f));

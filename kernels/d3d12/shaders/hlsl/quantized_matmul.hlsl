@@ -81,7 +81,16 @@ void main(uint3 gid : SV_GroupID, uint3 t : SV_GroupThreadID, uint flat : SV_Gro
     // sum (a - za)(b - zb) = sum ab - zb sum a - za sum b + K za zb, wrapping int32:
     // exact because the true value fits (K * max|a - za| * max|b - zb| < 2^31).
     int4 v = acc[i] - b_zp * row_sums[i] - a_zp * column_sums + (int)K * a_zp * b_zp;
-    float4 real = (float4)v * ((asfloat(p.x) * b_scale) / asfloat(p.y));
+    // a_scale * b_scale may leave float32's range while the ratio does not:
+    // pre-scale a_scale by 2^-64 (2^64) and scale the ratio back (exact).
+    float a_scale = asfloat(p.x);
+    float4 ab = a_scale * b_scale;
+    bool4 down = abs(ab) >= 0x1p100f;
+    bool4 up = abs(ab) < 0x1p-100f && abs(a_scale) < 0x1p64f;
+    float4 factor = down ? 0x1p-64f : (up ? 0x1p64f : 1.0f);
+    float4 unscale = down ? 0x1p64f : (up ? 0x1p-64f : 1.0f);
+    float4 real = (float4)v * ((a_scale * factor * b_scale) / asfloat(p.y) * unscale);
+    real = v != 0 ? real : 0;  // 0 * inf (a ratio beyond float32) is 0
     int4 q = (int4)clamp(round(real), -1073741824.0f, 1073741824.0f) + (int)p.w;  // round: half to even
     q = Y_SIGNED ? clamp(q, -128, 127) : clamp(q, 0, 255);
     uint4 bytes = ((uint4)q & 0xff) << uint4(0, 8, 16, 24);
