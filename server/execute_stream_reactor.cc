@@ -8,15 +8,7 @@
 #include "server/status_conversion.h"
 
 namespace dmlserve {
-namespace {
-
-// What the item's response will hold; its inputs were paid for by the client.
-uint64_t OutputBytes(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return scan->input.byte_size();
-  return ElementCount(std::get<QuantizedMatMulOperation>(operation).output_sizes);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
                                            RequestExecutor* executor, DrainGate* gate,
@@ -71,8 +63,9 @@ void ExecuteStreamReactor::OnReadDone(bool ok) {
         reserved_bytes_.emplace(sequence, bytes);
         jobs_.emplace(sequence, std::move(job));
       },
-      [this, sequence](absl::Status status, v1::ExecuteResponse response) {
-        OnItemDone(sequence, std::move(status), std::move(response));
+      [this, sequence](absl::Status status, v1::ExecuteResponse response,
+                       MemoryBudget::Reservation held) {
+        OnItemDone(sequence, std::move(status), std::move(response), std::move(held));
       });
   {
     absl::MutexLock lock(&mutex_);
@@ -82,7 +75,8 @@ void ExecuteStreamReactor::OnReadDone(bool ok) {
 }
 
 void ExecuteStreamReactor::OnItemDone(uint64_t sequence, absl::Status status,
-                                      v1::ExecuteResponse response) {
+                                      v1::ExecuteResponse response,
+                                      MemoryBudget::Reservation held) {
   *response.mutable_status() = ToRpcStatus(status);
   {
     absl::MutexLock lock(&mutex_);
@@ -96,7 +90,7 @@ void ExecuteStreamReactor::OnItemDone(uint64_t sequence, absl::Status status,
       --unanswered_;
       backlog_bytes_ -= reserved;
     } else {
-      pending_writes_.push_back({std::move(response), reserved});
+      pending_writes_.push_back({std::move(response), reserved, std::move(held)});
     }
   }
   Advance();
@@ -109,6 +103,7 @@ void ExecuteStreamReactor::OnWriteDone(bool ok) {
     --unanswered_;
     backlog_bytes_ -= writing_reserved_bytes_;
     writing_reserved_bytes_ = 0;
+    writing_held_ = MemoryBudget::Reservation();
     if (!ok) {
       // The call is broken; nothing more can be written.
       broken_ = true;
@@ -152,6 +147,7 @@ void ExecuteStreamReactor::Advance() {
     if (!writing_ && !pending_writes_.empty() && !broken_) {
       writing_message_ = std::move(pending_writes_.front().response);
       writing_reserved_bytes_ = pending_writes_.front().reserved_bytes;
+      writing_held_ = std::move(pending_writes_.front().held);
       pending_writes_.pop_front();
       writing_ = true;
       start_write = true;

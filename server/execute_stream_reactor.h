@@ -28,6 +28,7 @@
 #include "dmlserve/v1/dmlserve.pb.h"
 #include "scheduler/job.h"
 #include "server/drain_gate.h"
+#include "server/memory_budget.h"
 #include "server/request_executor.h"
 
 namespace dmlserve {
@@ -45,7 +46,8 @@ class ExecuteStreamReactor final
   void OnDone() override;
 
  private:
-  void OnItemDone(uint64_t sequence, absl::Status status, v1::ExecuteResponse response);
+  void OnItemDone(uint64_t sequence, absl::Status status, v1::ExecuteResponse response,
+                  MemoryBudget::Reservation held);
   // Drops the queued responses (the call is broken), releasing their bytes.
   void DropPendingWritesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Starts whatever the state allows: the next write, the next read, or
@@ -73,10 +75,12 @@ class ExecuteStreamReactor final
   struct PendingWrite {
     v1::ExecuteResponse response;
     uint64_t reserved_bytes;
+    MemoryBudget::Reservation held;  // the server-wide budget's share
   };
   std::deque<PendingWrite> pending_writes_ ABSL_GUARDED_BY(mutex_);
   v1::ExecuteResponse writing_message_;  // owned by the write in flight
   uint64_t writing_reserved_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  MemoryBudget::Reservation writing_held_ ABSL_GUARDED_BY(mutex_);
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = false;  // a read in flight, or its item in decoding
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;

@@ -20,6 +20,7 @@
 #include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/host_port.h"
+#include "server/memory_budget.h"
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/text_registry.h"
 #include "server/operator_service.h"
@@ -103,7 +104,16 @@ int Run(TerminationSignal& termination) {
   service_options.max_request_bytes = config->max_request_bytes;
   service_options.adapters = std::move(adapters);
   DrainGate gate;
-  OperatorService service(&scheduler, &tensors, &service_metrics, &gate, service_options);
+  MemoryBudget budget(config->max_inflight_bytes);
+  registry->AddCallbackGauge(
+      "dmlserve_inflight_request_bytes",
+      "Bytes admitted Execute requests hold (message plus output) until their responses are sent; "
+      "limited by --max_inflight_bytes.",
+      {}, [&budget] {
+        return std::vector<std::pair<metrics::LabelValues, double>>{
+            {{}, static_cast<double>(budget.used())}};
+      });
+  OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -37,8 +37,11 @@ class ExecuteReactor final : public grpc::ServerUnaryReactor {
     executor->Execute(
         mutable_request, ClientDeadline(*context),
         [this](std::shared_ptr<Job> job) { job_ = std::move(job); },
-        [this, response](absl::Status status, v1::ExecuteResponse result) {
+        [this, response](absl::Status status, v1::ExecuteResponse result,
+                         MemoryBudget::Reservation held) {
           if (status.ok()) *response = std::move(result);
+          // Released in OnDone, once gRPC is done sending the response.
+          held_ = std::move(held);
           Finish(ToGrpcStatus(status));
         });
   }
@@ -53,6 +56,7 @@ class ExecuteReactor final : public grpc::ServerUnaryReactor {
 
  private:
   DrainGate* gate_;  // null when the call was not admitted
+  MemoryBudget::Reservation held_;
   // Set before the job is submitted, read only by OnCancel (after binding).
   std::shared_ptr<Job> job_;
 };
@@ -60,13 +64,13 @@ class ExecuteReactor final : public grpc::ServerUnaryReactor {
 }  // namespace
 
 OperatorService::OperatorService(Scheduler* scheduler, TensorRegistry* tensors,
-                                 ServiceMetrics* metrics, DrainGate* gate,
+                                 ServiceMetrics* metrics, DrainGate* gate, MemoryBudget* budget,
                                  OperatorServiceOptions options)
     : scheduler_(scheduler),
       tensors_(tensors),
       gate_(gate),
       options_(std::move(options)),
-      executor_(scheduler, tensors, metrics, options_.max_request_bytes) {}
+      executor_(scheduler, tensors, metrics, options_.max_request_bytes, budget) {}
 
 grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* context,
                                                    const v1::ExecuteRequest* request,

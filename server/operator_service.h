@@ -13,6 +13,7 @@
 #include "scheduler/scheduler.h"
 #include "server/device_factory.h"
 #include "server/drain_gate.h"
+#include "server/memory_budget.h"
 #include "server/request_executor.h"
 #include "server/service_metrics.h"
 #include "server/tensor_registry.h"
@@ -27,10 +28,11 @@ struct OperatorServiceOptions {
 
 class OperatorService final : public v1::OperatorService::CallbackService {
  public:
-  // All must outlive the service; `metrics` may be null. Calls arriving once
-  // `gate` drains are answered UNAVAILABLE.
+  // All must outlive the service; `metrics` and `budget` may be null. Calls
+  // arriving once `gate` drains are answered UNAVAILABLE; Execute calls that
+  // would take `budget` over its limit RESOURCE_EXHAUSTED.
   OperatorService(Scheduler* scheduler, TensorRegistry* tensors, ServiceMetrics* metrics,
-                  DrainGate* gate, OperatorServiceOptions options);
+                  DrainGate* gate, MemoryBudget* budget, OperatorServiceOptions options);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const v1::ExecuteRequest* request,

@@ -10,32 +10,48 @@
 namespace dmlserve {
 
 RequestExecutor::RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors,
-                                 ServiceMetrics* metrics, uint64_t max_tensor_bytes)
+                                 ServiceMetrics* metrics, uint64_t max_tensor_bytes,
+                                 MemoryBudget* budget)
     : scheduler_(scheduler),
       tensors_(tensors),
       metrics_(metrics),
-      max_tensor_bytes_(max_tensor_bytes) {}
+      max_tensor_bytes_(max_tensor_bytes),
+      budget_(budget) {}
 
 void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
                               absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit,
                               Completion done) {
   const absl::Time start = absl::Now();
   const std::optional<OperatorKind> kind = RequestedOperator(*request);
-  if (metrics_ != nullptr) metrics_->RequestStarted(kind, request->ByteSizeLong());
+  const uint64_t request_bytes = request->ByteSizeLong();
+  if (metrics_ != nullptr) metrics_->RequestStarted(kind, request_bytes);
 
   v1::ExecuteResponse response;
   response.set_request_id(request->request_id());
   // Shared by both outcomes; the metrics see every answer exactly once.
   auto finish = [metrics = metrics_, kind, start](absl::Status status, v1::ExecuteResponse response,
+                                                  MemoryBudget::Reservation held,
                                                   Completion& done) {
     if (metrics != nullptr) metrics->RequestFinished(kind, status.code(), absl::Now() - start);
-    done(std::move(status), std::move(response));
+    done(std::move(status), std::move(response), std::move(held));
   };
 
   absl::StatusOr<Operation> operation = DecodeExecuteRequest(request, *tensors_, max_tensor_bytes_);
   if (!operation.ok()) {
-    finish(operation.status(), std::move(response), done);
+    finish(operation.status(), std::move(response), {}, done);
     return;
+  }
+  // The request's message (its payloads now live on in the job) and the
+  // output it will produce, until the response is on its way.
+  MemoryBudget::Reservation held;
+  if (budget_ != nullptr) {
+    absl::StatusOr<MemoryBudget::Reservation> reserved =
+        budget_->Reserve(request_bytes + OutputBytes(*operation));
+    if (!reserved.ok()) {
+      finish(reserved.status(), std::move(response), {}, done);
+      return;
+    }
+    held = *std::move(reserved);
   }
 
   auto job = std::make_shared<Job>();
@@ -44,15 +60,16 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   // The scheduler calls `done` only after a successful Submit, so `done` is
   // owned by the job from here on, and taken back below if Submit fails.
   auto completion = std::make_shared<Completion>(std::move(done));
-  job->done = [finish, completion, response](JobResult result) mutable {
+  auto reservation = std::make_shared<MemoryBudget::Reservation>(std::move(held));
+  job->done = [finish, completion, reservation, response](JobResult result) mutable {
     absl::Status status = std::move(result.status);
     if (status.ok()) EncodeJobOutput(std::move(result), &response);
-    finish(std::move(status), std::move(response), *completion);
+    finish(std::move(status), std::move(response), std::move(*reservation), *completion);
   };
   on_admit(job);
   if (absl::Status status = scheduler_->Submit(job); !status.ok()) {
     job->done = nullptr;
-    finish(std::move(status), std::move(response), *completion);
+    finish(std::move(status), std::move(response), std::move(*reservation), *completion);
   }
 }
 

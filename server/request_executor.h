@@ -15,6 +15,7 @@
 #include "dmlserve/v1/dmlserve.pb.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler.h"
+#include "server/memory_budget.h"
 #include "server/service_metrics.h"
 #include "server/tensor_registry.h"
 
@@ -24,12 +25,15 @@ class RequestExecutor {
  public:
   // Called exactly once per request, from any thread, possibly before
   // Execute() returns; must not block. `response` carries the request_id, and
-  // on success the output and execution info.
-  using Completion = absl::AnyInvocable<void(absl::Status status, v1::ExecuteResponse response)>;
+  // on success the output and execution info. The caller keeps `held` until
+  // the response has been handed to the client, so the memory budget covers
+  // responses waiting to be sent too.
+  using Completion = absl::AnyInvocable<void(absl::Status status, v1::ExecuteResponse response,
+                                             MemoryBudget::Reservation held)>;
 
-  // All must outlive the executor. `metrics` may be null.
+  // All must outlive the executor. `metrics` and `budget` may be null.
   RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors, ServiceMetrics* metrics,
-                  uint64_t max_tensor_bytes);
+                  uint64_t max_tensor_bytes, MemoryBudget* budget);
 
   // Runs `request`, whose payloads are moved out. `deadline` comes from the
   // client. `on_admit` receives the job before it is submitted, so the caller
@@ -42,6 +46,7 @@ class RequestExecutor {
   const TensorRegistry* tensors_;
   ServiceMetrics* metrics_;
   uint64_t max_tensor_bytes_;
+  MemoryBudget* budget_;
 };
 
 }  // namespace dmlserve

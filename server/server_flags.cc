@@ -45,6 +45,10 @@ ABSL_FLAG(uint64_t, max_request_bytes, 64ull << 20,
 ABSL_FLAG(uint64_t, max_registered_tensor_bytes, 1ull << 30,
           "Total bytes of registered tensors; RegisterTensor beyond it fails with "
           "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, max_inflight_bytes, 2ull << 30,
+          "Total bytes admitted Execute requests may hold (their message plus their output) until "
+          "their responses are sent; beyond it requests fail with RESOURCE_EXHAUSTED. At least "
+          "twice --max_request_bytes.");
 ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, how long in-flight calls get to finish before they are cancelled.");
 
@@ -83,6 +87,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
+  config.max_inflight_bytes = absl::GetFlag(FLAGS_max_inflight_bytes);
   config.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
 
   if (config.devices.cpu_devices < 1) {
@@ -113,6 +118,12 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   if (config.max_request_bytes < 1 || config.max_request_bytes > INT_MAX) {
     return FlagError("max_request_bytes", config.max_request_bytes,
                      absl::StrCat("must be from 1 to ", INT_MAX));
+  }
+  // One largest request (its message and an output as large) must fit.
+  if (config.max_inflight_bytes < 2 * config.max_request_bytes) {
+    return FlagError("max_inflight_bytes", config.max_inflight_bytes,
+                     absl::StrCat("must be at least twice --max_request_bytes (",
+                                  2 * config.max_request_bytes, ")"));
   }
   if (config.shutdown_timeout < absl::ZeroDuration()) {
     return FlagError("shutdown_timeout", absl::FormatDuration(config.shutdown_timeout),

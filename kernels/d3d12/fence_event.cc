@@ -1,5 +1,6 @@
 #include "kernels/d3d12/fence_event.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -8,6 +9,8 @@
 #include "kernels/d3d12/hresult.h"
 
 namespace dmlserve::d3d12 {
+
+constexpr std::chrono::milliseconds kPollSlice{50};
 
 #ifndef _WIN32
 namespace {
@@ -78,8 +81,12 @@ absl::Status FenceEvent::Wait(ID3D12Fence* fence, uint64_t value, uint32_t timeo
     if (handle_ == nullptr) return absl::UnavailableError("no event to wait on the fence");
     HRESULT hr = fence->SetEventOnCompletion(value, handle_);
     if (FAILED(hr)) return HResultError(hr, "ID3D12Fence::SetEventOnCompletion");
-      // A signal left over from an earlier registration only costs one more
-      // turn of the loop.
+    // A signal left over from an earlier registration only costs one more
+    // turn of the loop. Waiting in slices and polling the fence again means a
+    // signal the driver never delivers costs at most a slice, never the whole
+    // hung-device timeout (a rare stall of that length was seen once under
+    // heavy load on vkd3d 1.2 + lavapipe).
+    remaining = std::min(remaining, kPollSlice);
 #ifdef _WIN32
     DWORD result = WaitForSingleObject(handle_, static_cast<DWORD>(remaining.count()));
     if (result != WAIT_OBJECT_0 && result != WAIT_TIMEOUT) {

@@ -123,6 +123,50 @@ TEST_F(SlowQueueTest, CancelledJobIsNotComputed) {
   ExpectServerStillAnswers();
 }
 
+// Requests hold their message and output until answered; the server-wide
+// budget refuses what would go over it, and frees it as responses go out.
+class InflightBytesTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    return {"--max_request_bytes=65536", "--max_inflight_bytes=131072",
+            "--max_queue_delay_us=2000000", "--max_batch_size=64"};
+  }
+};
+
+TEST_F(InflightBytesTest, RequestsOverTheBudgetAreResourceExhausted) {
+  // 10000 FLOAT32 values: about 40 KB of message and 40 KB of output each,
+  // so one fits in 128 KiB and two do not.
+  const std::vector<double> values(10000, 1.0);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  v1::ExecuteRequest first = ScanRequest("first", v1::FLOAT32, {10000}, values, 0);
+  v1::ExecuteResponse first_response;
+  grpc::Status first_status;
+  absl::Notification first_done;
+  stub_->async()->Execute(&context, &first, &first_response, [&](grpc::Status status) {
+    first_status = std::move(status);
+    first_done.Notify();
+  });
+  // Waiting in its batch for the 2 s queue delay.
+  ASSERT_TRUE(WaitForMetric("dmlserve_queue_depth", {}, [](double n) { return n == 1; }));
+  EXPECT_GT(Metric("dmlserve_inflight_request_bytes").value_or(0), 80000.0);
+
+  v1::ExecuteResponse response;
+  const grpc::Status second =
+      Execute(ScanRequest("second", v1::FLOAT32, {10000}, values, 0), &response);
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(second.error_message(), HasSubstr("--max_inflight_bytes=131072"));
+
+  first_done.WaitForNotification();
+  ASSERT_TRUE(first_status.ok()) << first_status.error_message();
+  EXPECT_EQ(TensorValues(first_response.output()).back(), 10000.0);
+  // Answered: its bytes are free again and the next request fits.
+  EXPECT_TRUE(
+      WaitForMetric("dmlserve_inflight_request_bytes", {}, [](double n) { return n == 0; }));
+  ASSERT_TRUE(Execute(ScanRequest("third", v1::FLOAT32, {10000}, values, 0), &response).ok());
+  EXPECT_EQ(TensorValues(response.output()).back(), 10000.0);
+}
+
 class FullQueueTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
