@@ -8,9 +8,11 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/d3d12/d3d12_backend.h"
@@ -171,6 +173,40 @@ TEST_F(D3D12KernelsTest, RandomMatMulsMatchTheCpuBackend) {
     }
     CompareWithCpu(batch, "batch " + std::to_string(b));
     if (HasFatalFailure()) return;
+  }
+}
+
+// M, N and K on both sides of the kernel's tile sizes (64x64 outputs per
+// group, K in steps of 32), with per-row and per-column scales and zero
+// points: the random generator keeps matrices smaller than one tile.
+TEST_F(D3D12KernelsTest, MatMulsAcrossTileBoundariesMatchTheCpuBackend) {
+  reference::RandomOperationGenerator generator(20261122);
+  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
+  auto scales = [&](const Shape& sizes) {
+    Tensor t = Tensor::Allocate(DataType::kFloat32, sizes);
+    float* values = t.mutable_data_as<float>();
+    for (uint64_t i = 0; i < t.element_count(); ++i) values[i] = scale(generator.rng());
+    return t;
+  };
+  constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+  for (uint32_t m : {1u, 63u, 64u, 65u}) {
+    for (uint32_t n : {1u, 63u, 65u, 130u}) {
+      for (uint32_t k : {1u, 31u, 33u, 100u}) {
+        QuantizedMatMulTensors t;
+        t.a = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, m, k});
+        t.a_scale = scales({1, 1, m, 1});
+        t.a_zero_point = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, m, 1});
+        t.b = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, k, n});
+        t.b_scale = scales({1, 1, 1, n});
+        t.b_zero_point = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, 1, n});
+        t.output_scale = scales({1, 1, m, 1});
+        absl::StatusOr<QuantizedMatMulOperation> op =
+            MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+        ASSERT_TRUE(op.ok()) << op.status();
+        CompareWithCpu({*op}, absl::StrCat("m=", m, " n=", n, " k=", k));
+        if (HasFatalFailure()) return;
+      }
+    }
   }
 }
 
