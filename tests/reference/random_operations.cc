@@ -29,21 +29,6 @@ bool IsSigned(DataType type) {
          type == DataType::kInt64;
 }
 
-void StoreRaw(Tensor& tensor, uint64_t index, uint64_t bits) {
-  const size_t size = DataTypeSize(tensor.data_type);
-  uint8_t* p = tensor.mutable_data() + index * size;
-  for (size_t i = 0; i < size; ++i) p[i] = static_cast<uint8_t>(bits >> (8 * i));
-}
-
-void StoreFloat(Tensor& tensor, uint64_t index, double value) {
-  if (tensor.data_type == DataType::kFloat32) {
-    const float f = static_cast<float>(value);
-    std::memcpy(tensor.mutable_data() + index * 4, &f, 4);
-  } else {
-    StoreRaw(tensor, index, DoubleToHalf(value));
-  }
-}
-
 Tensor FloatTensor(const Shape& sizes, const std::vector<float>& values) {
   Tensor tensor = Tensor::Allocate(DataType::kFloat32, sizes);
   std::memcpy(tensor.mutable_data(), values.data(), values.size() * sizeof(float));
@@ -110,7 +95,7 @@ Tensor RandomOperationGenerator::RandomTensor(OperatorKind kind, DataType type,
       value = Uniform(1, 5);
     }
     if (bits < 64) value &= (uint64_t{1} << bits) - 1;
-    StoreRaw(tensor, i, value);
+    StoreBits(tensor, i, value);
   }
   return tensor;
 }

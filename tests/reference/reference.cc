@@ -62,23 +62,6 @@ uint64_t ElementBits(const Tensor& tensor, uint64_t index) {
   }
 }
 
-// Writes the low bytes of `bits` (little-endian): wraps modulo 2^width.
-void StoreBits(Tensor& tensor, uint64_t index, uint64_t bits) {
-  const size_t size = DataTypeSize(tensor.data_type);
-  uint8_t* p = tensor.mutable_data() + index * size;
-  for (size_t i = 0; i < size; ++i) p[i] = static_cast<uint8_t>(bits >> (8 * i));
-}
-
-void StoreFloat(Tensor& tensor, uint64_t index, double value) {
-  if (tensor.data_type == DataType::kFloat32) {
-    const float f = static_cast<float>(value);
-    std::memcpy(tensor.mutable_data() + index * 4, &f, 4);
-  } else {
-    const uint16_t h = DoubleToHalf(value);
-    std::memcpy(tensor.mutable_data() + index * 2, &h, 2);
-  }
-}
-
 // What the checker needs about one float scan output: the exact (float64)
 // value before rounding to the type, and the size of the prefix behind it.
 struct ScanElement {
@@ -416,6 +399,21 @@ std::string Describe(const Operation& operation) {
       " output_scale=", TensorText(op.output_scale),
       " output_zero_point=", optional(op.output_zero_point),
       " output=", DataTypeName(op.output_data_type), ShapeToString(op.output_sizes));
+}
+
+void StoreBits(Tensor& tensor, uint64_t index, uint64_t bits) {
+  const size_t size = DataTypeSize(tensor.data_type);
+  uint8_t* p = tensor.mutable_data() + index * size;
+  for (size_t i = 0; i < size; ++i) p[i] = static_cast<uint8_t>(bits >> (8 * i));
+}
+
+void StoreFloat(Tensor& tensor, uint64_t index, double value) {
+  if (tensor.data_type == DataType::kFloat32) {
+    const float f = static_cast<float>(value);
+    std::memcpy(tensor.mutable_data() + index * 4, &f, 4);
+  } else {
+    StoreBits(tensor, index, DoubleToHalf(value));
+  }
 }
 
 }  // namespace dmlserve::reference

@@ -28,6 +28,12 @@ uint16_t DoubleToHalf(double value);
 // type but 64-bit integers beyond 2^53).
 double ElementAsDouble(const Tensor& tensor, uint64_t index);
 
+// Writes the low bytes of `bits` (little-endian) as element `index`: wraps
+// modulo 2^width.
+void StoreBits(Tensor& tensor, uint64_t index, uint64_t bits);
+// Writes `value` rounded to FLOAT32 or FLOAT16 (the tensor's type).
+void StoreFloat(Tensor& tensor, uint64_t index, double value);
+
 // The reference result: scans accumulate in float64 (floats; rounded to the
 // type on every write) or in 64-bit integers wrapped to the type's width;
 // matrix multiplies accumulate exactly in int64 and requantize as
