@@ -176,31 +176,13 @@ class FullQueueTest : public ServerTest {
 
 TEST_F(FullQueueTest, FloodIsResourceExhaustedBeyondTheQueue) {
   constexpr int kRequests = 20;
-  struct Call {
-    grpc::ClientContext context;
-    v1::ExecuteRequest request;
-    v1::ExecuteResponse response;
-    grpc::Status status;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
   absl::BlockingCounter pending(kRequests);
-  for (int i = 0; i < kRequests; ++i) {
-    auto call = std::make_unique<Call>();
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
-    call->request =
-        ScanRequest(absl::StrCat(i), v1::FLOAT32, {3}, {static_cast<double>(i), 1, 1}, 0);
-    stub_->async()->Execute(&call->context, &call->request, &call->response,
-                            [&pending, c = call.get()](grpc::Status s) {
-                              c->status = std::move(s);
-                              pending.DecrementCount();
-                            });
-    calls.push_back(std::move(call));
-  }
+  std::vector<std::unique_ptr<AsyncCall>> calls = StartScans(kRequests, &pending);
   pending.Wait();
 
   int ok = 0, exhausted = 0;
   for (int i = 0; i < kRequests; ++i) {
-    const Call& call = *calls[i];
+    const AsyncCall& call = *calls[i];
     SCOPED_TRACE(i);
     if (call.status.ok()) {
       ++ok;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/server/metrics_scrape.h"
 #include "tests/server/tensor_values.h"
@@ -98,6 +99,24 @@ void ServerTest::ExpectServerStillAnswers() {
   EXPECT_EQ(TensorValues(response.output()),
             (std::vector<double>{2, 3, 6, 11, 3, 11, 18, 21, 9, 15, 17, 21}));
   EXPECT_EQ(TensorSizes(response.output()), (std::vector<uint32_t>{1, 1, 3, 4}));
+}
+
+std::vector<std::unique_ptr<AsyncCall>> ServerTest::StartScans(int count,
+                                                               absl::BlockingCounter* pending) {
+  std::vector<std::unique_ptr<AsyncCall>> calls;
+  for (int i = 0; i < count; ++i) {
+    auto call = std::make_unique<AsyncCall>();
+    call->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    call->request =
+        ScanRequest(absl::StrCat(i), v1::FLOAT32, {3}, {static_cast<double>(i), 1, 1}, 0);
+    stub_->async()->Execute(&call->context, &call->request, &call->response,
+                            [pending, c = call.get()](grpc::Status s) {
+                              c->status = std::move(s);
+                              pending->DecrementCount();
+                            });
+    calls.push_back(std::move(call));
+  }
+  return calls;
 }
 
 }  // namespace dmlserve::testing

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/time.h"
 #include "dmlserve/v1/dmlserve.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -33,6 +34,14 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 // A context whose deadline keeps a hung server from hanging the test.
 std::unique_ptr<grpc::ClientContext> MakeContext(absl::Duration timeout = absl::Seconds(60));
 
+// One asynchronous Execute call and what it returned.
+struct AsyncCall {
+  grpc::ClientContext context;
+  v1::ExecuteRequest request;
+  v1::ExecuteResponse response;
+  grpc::Status status;
+};
+
 class ServerTest : public ::testing::Test {
  protected:
   // Flags added to --listen/--metrics_listen for this test's server.
@@ -45,6 +54,9 @@ class ServerTest : public ::testing::Test {
   grpc::Status Execute(const v1::ExecuteRequest& request, v1::ExecuteResponse* response);
   grpc::Status Register(const v1::Tensor& tensor, std::string* tensor_id);
   grpc::Status Release(const std::string& tensor_id);
+  // Starts `count` asynchronous FLOAT32 scans (call i sums {i, 1, 1}, id
+  // "i"); each counts `pending` down when answered.
+  std::vector<std::unique_ptr<AsyncCall>> StartScans(int count, absl::BlockingCounter* pending);
 
   // The sum of the matching samples in a fresh scrape of /metrics.
   std::optional<double> Metric(const std::string& name,

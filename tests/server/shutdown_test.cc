@@ -26,26 +26,8 @@ class ShutdownTest : public ServerTest {
 
 TEST_F(ShutdownTest, SigtermFinishesInFlightWorkAndExitsZero) {
   constexpr int kUnary = 12;
-  struct Call {
-    grpc::ClientContext context;
-    v1::ExecuteRequest request;
-    v1::ExecuteResponse response;
-    grpc::Status status;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
   absl::BlockingCounter pending(kUnary);
-  for (int i = 0; i < kUnary; ++i) {
-    auto call = std::make_unique<Call>();
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
-    call->request =
-        ScanRequest(absl::StrCat(i), v1::FLOAT32, {3}, {static_cast<double>(i), 1, 1}, 0);
-    stub_->async()->Execute(&call->context, &call->request, &call->response,
-                            [&pending, c = call.get()](grpc::Status s) {
-                              c->status = std::move(s);
-                              pending.DecrementCount();
-                            });
-    calls.push_back(std::move(call));
-  }
+  std::vector<std::unique_ptr<AsyncCall>> calls = StartScans(kUnary, &pending);
   // A stream with its items sent and half-closed, answers still to come.
   auto stream_context = MakeContext();
   auto stream = stub_->ExecuteStream(stream_context.get());
