@@ -90,6 +90,34 @@ std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, ui
   return operations;
 }
 
+namespace {
+
+Tensor Filled(DataType type, const Shape& sizes, int value) {
+  Tensor tensor = Tensor::Allocate(type, sizes);
+  std::memset(tensor.mutable_data(), value, tensor.byte_size());
+  return tensor;
+}
+
+}  // namespace
+
+Operation MakeQGemm(const QGemmCase& c) {
+  QuantizedMatMulTensors t;
+  t.a = RandomTensor(c.a_type, {c.m, c.k});
+  t.a_scale = Floats({1, 1, 1, 1}, 0.02f, 0.02f);
+  t.a_zero_point = Filled(c.a_type, {1, 1, 1, 1}, c.a_type == DataType::kInt8 ? 3 : 128);
+  t.b = RandomTensor(c.b_type, {c.k, c.n});
+  if (c.registered_b) t.b.registered_id = "bench-weights";
+  const Shape b_quantization = c.per_column ? Shape{1, 1, 1, c.n} : Shape{1, 1, 1, 1};
+  t.b_scale = Floats(b_quantization, 0.005f, 0.01f);
+  t.b_zero_point = Filled(c.b_type, b_quantization, 1);
+  // Random operands give |acc| around 128 * 128 * sqrt(K / 3): an output
+  // scale that maps that to ~50 output steps keeps outputs spread out.
+  const float typical = 0.02f * 0.0075f * 16384.0f * std::sqrt(c.k / 3.0f);
+  t.output_scale = Floats({1, 1, 1, 1}, typical / 50, typical / 50);
+  t.output_zero_point = Filled(c.output_type, {1, 1, 1, 1}, 0);
+  return Check(MakeQuantizedMatMulOperation(std::move(t), c.output_type));
+}
+
 void RunBatches(benchmark::State& state, Device& device, const std::vector<Operation>& operations,
                 double multiply_adds) {
   uint64_t bytes = 0;

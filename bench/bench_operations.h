@@ -26,6 +26,20 @@ Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_
 std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
                                            const std::string& registered_id = "");
 
+// One quantized matrix multiply {m,k} x {k,n} as the issue-7 comparison with
+// ONNX Runtime defines it: the given A, B and output types, per-tensor scales
+// and non-zero zero points (A: 3 for INT8, 128 for UINT8; B: 1), or per-column
+// B scales and zero points with `per_column`.
+struct QGemmCase {
+  DataType a_type = DataType::kUint8;
+  DataType b_type = DataType::kInt8;
+  DataType output_type = DataType::kInt8;
+  uint32_t m = 1, k = 1, n = 1;
+  bool per_column = false;
+  bool registered_b = false;
+};
+Operation MakeQGemm(const QGemmCase& c);
+
 // Runs `operations` as one batch per iteration on `device` and reports
 // bytes/s (OperationBytes), items/s (operations) and, when `multiply_adds` is
 // non-zero, the multiply-add rate as "MAC/s".

@@ -95,5 +95,56 @@ DMLSERVE_CPU_BENCHMARK(BM_CpuMatMulUnfused, qlinear_unfused_16x4x1024x1024, 16, 
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_small_8x64x64, 1, 8, 64, 64);
 
+// The cases compared with ONNX Runtime (bench/compare_onnxruntime.sh) under
+// the same names. One request per iteration on a CpuDevice, output allocation
+// included; registered B is packed once, before the measured iterations.
+void BM_CpuQGemm(benchmark::State& state, QGemmCase c) {
+  const std::vector<Operation> operations = {MakeQGemm(c)};
+  std::vector<WorkItem> warmup = {WorkItem{&operations[0], {}, {}}};
+  (void)Cpu().Execute(absl::MakeSpan(warmup));
+  RunBatches(state, Cpu(), operations);
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * c.m * c.k * c.n * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+
+constexpr DataType kU8 = DataType::kUint8;
+constexpr DataType kS8 = DataType::kInt8;
+
+QGemmCase Case(DataType a, DataType b, DataType out, uint32_t m, uint32_t k, uint32_t n,
+               bool registered_b, bool per_column = false) {
+  return QGemmCase{a, b, out, m, k, n, per_column, registered_b};
+}
+
+#define DMLSERVE_QGEMM_BENCHMARK(name, ...)                    \
+  DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__)) \
+      ->Unit(benchmark::kMillisecond)                          \
+      ->MinTime(0.5)
+
+DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, false);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
+                         true, true);
+DMLSERVE_QGEMM_BENCHMARK(u8u8_256x4096x4096_registered_b, kU8, kU8, kS8, 256, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(s8s8_256x4096x4096_registered_b, kS8, kS8, kS8, 256, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(s8u8_256x4096x4096_registered_b, kS8, kU8, kS8, 256, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_to_u8_256x4096x4096_registered_b, kU8, kS8, kU8, 256, 4096, 4096,
+                         true);
+DMLSERVE_QGEMM_BENCHMARK(u8u8_to_u8_256x4096x4096_registered_b, kU8, kU8, kU8, 256, 4096, 4096,
+                         true);
+DMLSERVE_QGEMM_BENCHMARK(s8s8_to_u8_256x4096x4096_registered_b, kS8, kS8, kU8, 256, 4096, 4096,
+                         true);
+DMLSERVE_QGEMM_BENCHMARK(s8u8_to_u8_256x4096x4096_registered_b, kS8, kU8, kU8, 256, 4096, 4096,
+                         true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_1024x1024x1024_registered_b, kU8, kS8, kS8, 1024, 1024, 1024, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_16x4096x4096_registered_b, kU8, kS8, kS8, 16, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
+// Odd shapes: tile edges everywhere, K not a multiple of 4, N < 16.
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_255x4001x4095_registered_b, kU8, kS8, kS8, 255, 4001, 4095, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_4096x4093x15_registered_b, kU8, kS8, kS8, 4096, 4093, 15, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_odd_1x4093x4095_registered_b, kU8, kS8, kS8, 1, 4093, 4095,
+                         true, true);
+
 }  // namespace
 }  // namespace dmlserve::bench

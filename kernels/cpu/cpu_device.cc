@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "kernels/cpu/int16_dot_kernels.h"
 #include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "kernels/cpu/scan_kernels.h"
 
@@ -39,7 +39,7 @@ CpuDevice::CpuDevice(int index, std::shared_ptr<PackedBCache> cache)
   description_.name = absl::StrCat("cpu:", index);
   description_.backend = "cpu";
   description_.description = absl::StrCat(CpuModelName(), " (", ParallelismLevel(), " threads, ",
-                                          BestInt16DotPanel().name, " kernels)");
+                                          SelectedQGemmUkernel().name, " kernels)");
   description_.software = false;
 }
 

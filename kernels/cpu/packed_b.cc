@@ -2,137 +2,198 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <utility>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #define DMLSERVE_X86 1
 #endif
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/int16_dot_kernels.h"
 #include "kernels/cpu/parallel_for.h"
 
 namespace dmlserve {
 namespace {
 
-int32_t ZeroPoint(const QuantizedMatMulOperation& op, size_t column) {
-  if (!op.b_zero_point.present()) return 0;
-  const uint64_t index = op.b_quantization == QuantizationAxis::kPerTensor ? 0 : column;
-  if (op.b_zero_point.data_type == DataType::kInt8) return op.b_zero_point.data_as<int8_t>()[index];
-  return op.b_zero_point.data_as<uint8_t>()[index];
-}
+// 0x80 for UINT8 B: XOR with it subtracts 128, turning uint8 into int8.
+uint8_t FlipOf(const BSource& b) { return b.is_signed ? 0 : 0x80; }
 
-// Each task packs kTileColumns columns; their packed rows are written a few
-// depth values at a time, and the padded stride keeps those lines in
-// distinct L1 sets.
-constexpr size_t kTileColumns = 256;
-
-#if DMLSERVE_X86
-// Columns [j, j + 16) of rows [k0, k0 + 8), zero points subtracted, written as
-// 8 consecutive depth values of each of the 16 packed columns: widening to
-// int16 and an 8x8 transpose in SSE2 registers (baseline on x86-64).
-template <typename T>
-inline void PackTile8x16(const T* in, size_t n, const int16_t* zero_points, int16_t* out,
-                         size_t stride) {
-  const __m128i zero = _mm_setzero_si128();
-  const __m128i zp_low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points));
-  const __m128i zp_high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points + 8));
-  __m128i low[8], high[8];
-  for (int r = 0; r < 8; ++r) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + r * n));
-    const __m128i extension = std::is_signed_v<T> ? _mm_cmpgt_epi8(zero, bytes) : zero;
-    low[r] = _mm_sub_epi16(_mm_unpacklo_epi8(bytes, extension), zp_low);
-    high[r] = _mm_sub_epi16(_mm_unpackhi_epi8(bytes, extension), zp_high);
-  }
-  for (int half = 0; half < 2; ++half) {
-    const __m128i* r = half == 0 ? low : high;
-    const __m128i t0 = _mm_unpacklo_epi16(r[0], r[1]), t1 = _mm_unpackhi_epi16(r[0], r[1]);
-    const __m128i t2 = _mm_unpacklo_epi16(r[2], r[3]), t3 = _mm_unpackhi_epi16(r[2], r[3]);
-    const __m128i t4 = _mm_unpacklo_epi16(r[4], r[5]), t5 = _mm_unpackhi_epi16(r[4], r[5]);
-    const __m128i t6 = _mm_unpacklo_epi16(r[6], r[7]), t7 = _mm_unpackhi_epi16(r[6], r[7]);
-    const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
-    const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
-    const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
-    const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
-    const __m128i columns[8] = {_mm_unpacklo_epi64(u0, u4), _mm_unpackhi_epi64(u0, u4),
-                                _mm_unpacklo_epi64(u1, u5), _mm_unpackhi_epi64(u1, u5),
-                                _mm_unpacklo_epi64(u2, u6), _mm_unpackhi_epi64(u2, u6),
-                                _mm_unpacklo_epi64(u3, u7), _mm_unpackhi_epi64(u3, u7)};
-    for (int c = 0; c < 8; ++c) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (half * 8 + c) * stride), columns[c]);
+void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
+                        int8_t* out, size_t strip_stride, int32_t* column_sums) {
+  const uint8_t flip = FlipOf(b);
+  for (size_t q = 0; q < quads; ++q) {
+    const size_t k = 4 * (quad0 + q);
+    for (size_t s = 0; s < strips; ++s) {
+      int8_t* quad = out + s * strip_stride + q * kQGemmQuadBytes;
+      for (size_t j = 0; j < kQGemmStripColumns; ++j) {
+        const size_t column = (strip0 + s) * kQGemmStripColumns + j;
+        int32_t sum = 0;
+        for (size_t r = 0; r < 4; ++r) {
+          int8_t value = 0;
+          if (k + r < b.k && column < b.n) {
+            value = static_cast<int8_t>(b.data[(k + r) * b.n + column] ^ flip);
+          }
+          quad[j * 4 + r] = value;
+          sum += value;
+        }
+        column_sums[s * kQGemmStripColumns + j] += sum;
+      }
     }
   }
 }
+
+#if DMLSERVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// Four rows x 64 columns per step: byte and word interleaves put each
+// column's 4 depth values side by side within 128-bit lanes, and a 4x4
+// transpose of 128-bit lanes gathers each strip's 16 columns into one zmm.
+// Masked loads zero the columns past N, so edges need no scalar path.
+void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
+                      int8_t* out, size_t strip_stride, int32_t* column_sums) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i flip_all = _mm512_set1_epi8(static_cast<char>(FlipOf(b)));
+  for (size_t q = 0; q < quads; ++q) {
+    const size_t k = 4 * (quad0 + q);
+    const size_t valid_rows = k < b.k ? std::min<size_t>(4, b.k - k) : 0;
+    for (size_t s = 0; s < strips; s += 4) {
+      const size_t column = (strip0 + s) * kQGemmStripColumns;
+      const size_t valid_columns = column < b.n ? std::min<size_t>(64, b.n - column) : 0;
+      const __mmask64 mask =
+          valid_columns == 64 ? ~__mmask64{0} : ((__mmask64{1} << valid_columns) - 1);
+      const __m512i flip = _mm512_maskz_mov_epi8(mask, flip_all);
+      __m512i rows[4];
+      for (size_t r = 0; r < 4; ++r) {
+        rows[r] = r < valid_rows
+                      ? _mm512_xor_si512(
+                            _mm512_maskz_loadu_epi8(mask, b.data + (k + r) * b.n + column), flip)
+                      : _mm512_setzero_si512();
+      }
+      const __m512i low01 = _mm512_unpacklo_epi8(rows[0], rows[1]);
+      const __m512i high01 = _mm512_unpackhi_epi8(rows[0], rows[1]);
+      const __m512i low23 = _mm512_unpacklo_epi8(rows[2], rows[3]);
+      const __m512i high23 = _mm512_unpackhi_epi8(rows[2], rows[3]);
+      // t[c] holds, in lane L, columns 16L + 4c .. 16L + 4c + 3.
+      const __m512i t0 = _mm512_unpacklo_epi16(low01, low23);
+      const __m512i t1 = _mm512_unpackhi_epi16(low01, low23);
+      const __m512i t2 = _mm512_unpacklo_epi16(high01, high23);
+      const __m512i t3 = _mm512_unpackhi_epi16(high01, high23);
+      const __m512i u0 = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i u1 = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i u2 = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i u3 = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i strip_values[4] = {_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)),
+                                       _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 1, 3, 1))};
+      const size_t count = std::min<size_t>(4, strips - s);
+      for (size_t l = 0; l < count; ++l) {
+        _mm512_storeu_si512(out + (s + l) * strip_stride + q * kQGemmQuadBytes, strip_values[l]);
+        int32_t* sums = column_sums + (s + l) * kQGemmStripColumns;
+        _mm512_storeu_si512(sums,
+                            _mm512_dpbusd_epi32(_mm512_loadu_si512(sums), ones, strip_values[l]));
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
 #endif  // DMLSERVE_X86
 
-template <typename T>
-void PackColumns(const QuantizedMatMulOperation& op, const T* b, size_t begin, size_t end,
-                 PackedB& packed) {
-  const size_t k = op.k, n = op.n, stride = packed.stride, width = end - begin;
-  int16_t zero_points[kTileColumns];
-  for (size_t j = 0; j < width; ++j)
-    zero_points[j] = static_cast<int16_t>(ZeroPoint(op, begin + j));
-  int16_t* out = packed.values.get() + begin * stride;
-  size_t simd_rows = 0, simd_columns = 0;
-#if DMLSERVE_X86
-  simd_rows = k / 8 * 8;
-  simd_columns = width / 16 * 16;
-  for (size_t k0 = 0; k0 < simd_rows; k0 += 8) {
-    for (size_t j = 0; j < simd_columns; j += 16) {
-      PackTile8x16(b + k0 * n + begin + j, n, zero_points + j, out + j * stride + k0, stride);
-    }
-  }
-#endif
-  // What the tiles left: the last k % 8 rows of every column, and every row
-  // of the last width % 16 columns.
-  for (size_t kk = 0; kk < k; ++kk) {
-    const T* in = b + kk * n + begin;
-    const size_t first = kk < simd_rows ? simd_columns : 0;
-    for (size_t j = first; j < width; ++j) {
-      out[j * stride + kk] = static_cast<int16_t>(in[j] - zero_points[j]);
-    }
-  }
-  for (size_t j = 0; j < width; ++j) {
-    std::fill(out + j * stride + k, out + (j + 1) * stride, int16_t{0});
-  }
-}
+// Columns packed by one task of PackB: their rows are read 4 x 256 bytes at
+// a time and written to 16 strips, which keeps both sides within a few
+// pages (B rows are often exactly one 4 KiB page apart).
+constexpr size_t kStripsPerTask = 16;
 
 }  // namespace
 
-std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice) {
-  auto packed = std::make_shared<PackedB>();
-  packed->n = op.n;
-  packed->depth = (op.k + kDotDepthAlignment - 1) / kDotDepthAlignment * kDotDepthAlignment;
-  // Left uninitialised: every element, padding included, is written below.
-  packed->stride = PackedStride(packed->depth);
-  packed->values.reset(new int16_t[packed->n * packed->stride]);
-  packed->column_scales.resize(op.n);
-  for (uint32_t j = 0; j < op.n; ++j) {
-    const uint64_t index = op.b_quantization == QuantizationAxis::kPerTensor ? 0 : j;
-    std::memcpy(&packed->column_scales[j], op.b_scale.data_as<float>() + index, sizeof(float));
+BSource BSource::Of(const QuantizedMatMulOperation& op, uint64_t slice) {
+  BSource b;
+  b.k = op.k;
+  b.n = op.n;
+  b.is_signed = op.b.data_type == DataType::kInt8;
+  b.data = op.b.data() + slice * op.k * op.n;
+  return b;
+}
+
+void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
+                int8_t* out, size_t strip_stride, int32_t* column_sums, QGemmIsa isa) {
+#if DMLSERVE_X86
+  if (isa == QGemmIsa::kAvx512Vnni) {
+    return PackBPanelAvx512(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
   }
-  const uint64_t offset = slice * op.k * op.n;
-  const int64_t tiles = (op.n + kTileColumns - 1) / kTileColumns;
-  const int64_t min_tiles = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kTileColumns));
-  ParallelFor(tiles, min_tiles, [&](int64_t first, int64_t last) {
-    for (int64_t tile = first; tile < last; ++tile) {
-      const size_t begin = tile * kTileColumns;
-      const size_t end = std::min<size_t>(begin + kTileColumns, op.n);
-      if (op.b.data_type == DataType::kInt8) {
-        PackColumns(op, op.b.data_as<int8_t>() + offset, begin, end, *packed);
-      } else {
-        PackColumns(op, op.b.data_as<uint8_t>() + offset, begin, end, *packed);
-      }
+#endif
+  (void)isa;
+  PackBPanelPortable(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
+}
+
+BColumns BColumns::Of(const QuantizedMatMulOperation& op) {
+  BColumns columns;
+  columns.zero_points.resize(op.n);
+  columns.scales.resize(op.n);
+  const bool per_column = op.b_quantization != QuantizationAxis::kPerTensor;
+  const int32_t shift = op.b.data_type == DataType::kUint8 ? 128 : 0;
+  for (uint32_t j = 0; j < op.n; ++j) {
+    const uint64_t index = per_column ? j : 0;
+    int32_t zero_point = 0;
+    if (op.b_zero_point.present()) {
+      zero_point = op.b_zero_point.data_type == DataType::kInt8
+                       ? int32_t{op.b_zero_point.data_as<int8_t>()[index]}
+                       : int32_t{op.b_zero_point.data_as<uint8_t>()[index]};
+    }
+    columns.zero_points[j] = zero_point - shift;
+    std::memcpy(&columns.scales[j], op.b_scale.data_as<float>() + index, sizeof(float));
+  }
+  return columns;
+}
+
+AlignedBytes AllocateAligned(size_t bytes) {
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  return AlignedBytes(static_cast<int8_t*>(std::aligned_alloc(64, rounded)));
+}
+
+std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
+                                     QGemmIsa isa) {
+  auto packed = std::make_shared<PackedB>();
+  const BSource b = BSource::Of(op, slice);
+  packed->k = b.k;
+  packed->n = b.n;
+  packed->quads = (b.k + 3) / 4;
+  packed->strips = (b.n + kQGemmStripColumns - 1) / kQGemmStripColumns;
+  // Left uninitialised: every byte, padding included, is written below.
+  packed->values = AllocateAligned(packed->strips * packed->strip_stride());
+  packed->columns = BColumns::Of(op);
+  std::vector<int32_t> sums(packed->strips * kQGemmStripColumns, 0);
+  const int64_t tasks = (packed->strips + kStripsPerTask - 1) / kStripsPerTask;
+  const int64_t min_tasks = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kStripsPerTask * 16));
+  ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
+    for (int64_t task = first; task < last; ++task) {
+      const size_t strip0 = task * kStripsPerTask;
+      const size_t strips = std::min(kStripsPerTask, packed->strips - strip0);
+      PackBPanel(b, 0, packed->quads, strip0, strips,
+                 packed->values.get() + strip0 * packed->strip_stride(), packed->strip_stride(),
+                 sums.data() + strip0 * kQGemmStripColumns, isa);
     }
   });
+  packed->corrections.resize(b.n);
+  for (size_t j = 0; j < b.n; ++j) {
+    // Wrapping arithmetic: only the final sum of all terms must fit.
+    packed->corrections[j] = static_cast<int32_t>(
+        static_cast<uint32_t>(sums[j]) -
+        static_cast<uint32_t>(b.k) * static_cast<uint32_t>(packed->columns.zero_points[j]));
+  }
   return packed;
 }
 
-std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op,
-                                                 uint64_t slice) {
-  if (op.b.registered_id.empty()) return PackB(op, slice);
+std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
+                                                 QGemmIsa isa) {
+  if (op.b.registered_id.empty()) return PackB(op, slice, isa);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {
     return tensor.present() ? absl::string_view(*tensor.bytes) : absl::string_view();
@@ -157,7 +218,7 @@ std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation&
   }
   // Packed outside the lock; two threads may race to pack the same slice,
   // which only wastes work.
-  std::shared_ptr<const PackedB> packed = PackB(op, slice);
+  std::shared_ptr<const PackedB> packed = PackB(op, slice, isa);
   std::lock_guard<std::mutex> lock(mutex_);
   if (by_key_.count(key) == 0 && packed->byte_size() <= capacity_bytes_) {
     entries_.push_front(Entry{key, op.b.registered_id, op.b.bytes, packed});

@@ -1,11 +1,13 @@
 #ifndef DMLSERVE_KERNELS_CPU_PACKED_B_H_
 #define DMLSERVE_KERNELS_CPU_PACKED_B_H_
 
-// The B operand of a quantized matrix multiply in the layout the dot-product
-// kernels read, and a cache of it for registered (long-lived) B tensors.
+// The B operand of a quantized matrix multiply in the micro-kernels' layout
+// (see qgemm_ukernel.h), the packing routine that makes it, and a cache of it
+// for registered (long-lived) B tensors.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -15,30 +17,73 @@
 
 #include "absl/strings/string_view.h"
 #include "kernels/core/operation.h"
+#include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
 
-// One B slice with its zero point subtracted, as int16, transposed to
-// [N][stride] so every output element is one contiguous dot product; depth is
-// K rounded up to kDotDepthAlignment with zeros.
-struct PackedB {
-  size_t n = 0;
-  size_t depth = 0;
-  size_t stride = 0;                  // elements between columns
-  std::unique_ptr<int16_t[]> values;  // n * stride
-  std::vector<float> column_scales;   // b_scale for each of the N columns
+// One row-major K x N slice of B as it arrived.
+struct BSource {
+  const uint8_t* data = nullptr;
+  bool is_signed = false;  // INT8 (else UINT8)
+  size_t k = 0, n = 0;
 
-  const int16_t* column(size_t j) const { return values.get() + j * stride; }
-  size_t byte_size() const { return n * stride * sizeof(int16_t) + n * sizeof(float); }
+  // Slice `slice` (b_batch * b_channel order) of op's B.
+  static BSource Of(const QuantizedMatMulOperation& op, uint64_t slice);
 };
 
-// Row stride for packed operands of `depth` elements: one cache line more
-// than the depth, so rows read together do not all map to the same L1 set
-// (depths are often powers of two).
-inline size_t PackedStride(size_t depth) { return depth + 32; }
+// Writes rows [4 * quad0, 4 * (quad0 + quads)) of strips [strip0, strip0 +
+// strips) of B' (B, or B - 128 for UINT8) in the micro-kernel layout: strip s
+// goes to out + (s - strip0) * strip_stride, quad q of it at
+// (q - quad0) * kQGemmQuadBytes. Depth values past K and columns past N are
+// written as zeros. Adds the sum of each column's written values to
+// column_sums[j - 16 * strip0] (exact in int32 for any K the operation
+// allows). `isa` picks the implementation (AVX-512 at kAvx512Vnni, else
+// portable); all write the same bytes.
+void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
+                int8_t* out, size_t strip_stride, int32_t* column_sums, QGemmIsa isa);
 
-// Packs slice `slice` (b_batch * b_channel order) of op's B.
-std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice);
+// What the int32 corrections and the requantization need of B's columns.
+struct BColumns {
+  // zb' = b_zero_point (0 when absent) - (128 for UINT8 B, else 0), per
+  // column.
+  std::vector<int32_t> zero_points;
+  std::vector<float> scales;  // b_scale per column
+
+  static BColumns Of(const QuantizedMatMulOperation& op);
+};
+
+// 64-byte aligned bytes (one cache line, one zmm), uninitialised.
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<int8_t[], AlignedFree>;
+AlignedBytes AllocateAligned(size_t bytes);
+
+// One whole B slice packed.
+struct PackedB {
+  size_t k = 0, n = 0;
+  size_t quads = 0;     // ceil(K / 4)
+  size_t strips = 0;    // ceil(N / 16)
+  AlignedBytes values;  // strips * quads * kQGemmQuadBytes
+  BColumns columns;
+  // sum over k of B'[k][j] - K * zb'[j]: with the row sums of A' this turns
+  // the u8 x s8 dot products into sum (A - za)(B - zb); see
+  // quantized_matmul_kernels.cc.
+  std::vector<int32_t> corrections;
+
+  // One cache line more than the strip: the strips a micro-kernel reads
+  // together would otherwise (with power-of-two K) all map to the same L1
+  // set and evict one another.
+  size_t strip_stride() const { return (quads + 1) * kQGemmQuadBytes; }
+  const int8_t* strip(size_t s) const { return values.get() + s * strip_stride(); }
+  size_t byte_size() const {
+    return strips * strip_stride() + n * (2 * sizeof(int32_t) + sizeof(float));
+  }
+};
+
+// Packs slice `slice` of op's B (in parallel on the ParallelFor pool).
+std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
+                                     QGemmIsa isa);
 
 // Packed copies of registered B tensors, keyed by registered id, slice, scales
 // and zero points, least recently used first out once over `capacity_bytes`.
@@ -49,7 +94,8 @@ class PackedBCache {
 
   // The packed slice, from the cache when op.b is registered (and packed
   // before), freshly packed (and remembered) otherwise.
-  std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice);
+  std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice,
+                                     QGemmIsa isa);
 
   bool Contains(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);

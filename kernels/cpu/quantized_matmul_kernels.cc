@@ -6,20 +6,33 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/int16_dot_kernels.h"
+#include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/qgemm_ukernel.h"
+#include "kernels/cpu/requantize.h"
 
 namespace dmlserve {
 namespace {
 
-// Tile of the output one task computes; its int32 accumulators (32 KiB) and
-// the B columns it reads (kTileCols * K * 2 bytes) stay in L1/L2.
-constexpr size_t kTileRows = 64;
-constexpr size_t kTileCols = 128;
-// Depth block and column group of the L1 blocking in ComputeTile.
-constexpr size_t kDepthBlock = 1024;
-constexpr size_t kGroupCols = 8;
+// Blocking of the driver (the micro-kernels' own blocking is explained in
+// their files). A task computes a kRowBlock x kColumnBlock block of the
+// output: its A rows (kRowBlock x kDepthBlock bytes) and one micro-panel of B
+// (kDepthBlock x 64 bytes) stay in the 1-2 MiB L2 while the micro-kernel
+// sweeps the rows, and the int32 results of the block (96 KiB) are
+// requantized straight from L2. kRowBlock is a multiple of every
+// micro-kernel's mr (2, 4, 6), kColumnBlock of every max_strips * 16.
+constexpr size_t kRowBlock = 96;
+constexpr size_t kColumnBlock = 256;
+constexpr size_t kDepthBlock = 2048;
+// B sent with a request and multiplied by few rows is packed a panel at a
+// time inside each task, never as a whole (each panel is used once, from
+// L2). Wider panels read more of each B row per page visited.
+constexpr size_t kStreamingDepthBlock = 512;
+constexpr size_t kMaxStreamingColumnBlock = 1024;
+// A is packed in row panels of at most this many bytes, so a request never
+// holds more than this much besides its operands.
+constexpr size_t kMaxPackedABytes = size_t{2} << 20;
 // Products smaller than this many multiply-adds run on the calling thread.
 constexpr int64_t kMinMacsPerTask = 1 << 20;
 
@@ -53,92 +66,184 @@ struct RowJob {
   uint8_t* out;       // N elements of the output type
 };
 
-void PackARow(const RowJob& row, size_t k, int16_t* packed) {
-  if (row.a_signed) {
-    const auto* a = reinterpret_cast<const int8_t*>(row.a);
-    for (size_t i = 0; i < k; ++i) packed[i] = static_cast<int16_t>(a[i] - row.a_zero_point);
-  } else {
-    for (size_t i = 0; i < k; ++i) packed[i] = static_cast<int16_t>(row.a[i] - row.a_zero_point);
+// Per-thread scratch memory, grown on demand and kept: a task's buffers are
+// reused by the next task on the same thread instead of being allocated (and
+// page-faulted) again.
+class Scratch {
+ public:
+  template <typename T>
+  T* Get(size_t count) {
+    const size_t bytes = count * sizeof(T);
+    if (bytes > size_) {
+      data_ = AllocateAligned(bytes);
+      size_ = bytes;
+    }
+    return reinterpret_cast<T*>(data_.get());
   }
+
+ private:
+  AlignedBytes data_;
+  size_t size_ = 0;
+};
+
+struct TaskScratch {
+  Scratch tile, b_panel, column_sums, corrections, multipliers;
+};
+
+TaskScratch& ThreadScratch() {
+  thread_local TaskScratch scratch;
+  return scratch;
 }
 
-// Requantizes one row of accumulators (columns [first, first + count)).
-void RequantizeRow(const RowJob& row, const int32_t* acc, const float* column_scales, size_t first,
-                   size_t count) {
-  const double a_scale = row.a_scale;
-  const double output_scale = row.output_scale;
-  // Values beyond these bounds saturate anyway; bounding first keeps the
-  // rounding trick below in range.
-  const double low = static_cast<double>(row.low - row.output_zero_point) - 1.0;
-  const double high = static_cast<double>(row.high - row.output_zero_point) + 1.0;
-  // Adding and subtracting 1.5 * 2^52 rounds a double of magnitude < 2^51 to
-  // an integer in the current rounding mode (nearest, ties to even) and,
-  // unlike nearbyint, vectorises.
-  constexpr double kRounder = 6755399441055744.0;
-  uint8_t* out = row.out + first;
-  for (size_t j = 0; j < count; ++j) {
-    const double multiplier =
-        a_scale * static_cast<double>(column_scales[first + j]) / output_scale;
-    double value = static_cast<double>(acc[j]) * multiplier;
-    value = std::min(std::max(value, low), high);
-    const double rounded = (value + kRounder) - kRounder;
-    int32_t result = static_cast<int32_t>(rounded) + row.output_zero_point;
-    result = std::min(std::max(result, row.low), row.high);
-    out[j] = static_cast<uint8_t>(result);
-  }
+// The rows of `jobs` as A sources.
+std::vector<ARowSource> ARows(const std::vector<RowJob>& jobs, size_t first, size_t count) {
+  std::vector<ARowSource> rows(count);
+  for (size_t i = 0; i < count; ++i) rows[i] = {jobs[first + i].a, jobs[first + i].a_signed};
+  return rows;
 }
 
-// int32 products of `tile_rows` packed A rows with `tile_cols` packed B
-// columns from col0, into acc (row stride kTileCols). Blocked so that one
-// depth block of a column group (kGroupCols * kDepthBlock * 2 bytes) and of a
-// row panel stay in L1 while the panel sweeps the group.
-void ComputeTile(Int16DotPanelFn dot, const int16_t* a, size_t tile_rows, const PackedB& b,
-                 size_t col0, size_t tile_cols, int32_t* acc) {
-  const size_t stride = PackedStride(b.depth);
-  std::fill(acc, acc + kTileRows * kTileCols, 0);
-  for (size_t k0 = 0; k0 < b.depth; k0 += kDepthBlock) {
-    const size_t block = std::min(kDepthBlock, b.depth - k0);
-    for (size_t c = 0; c < tile_cols; c += kGroupCols) {
-      const size_t cols = std::min(kGroupCols, tile_cols - c);
-      for (size_t i = 0; i < tile_rows; i += kDotPanelRows) {
-        const int panel_rows = static_cast<int>(std::min<size_t>(kDotPanelRows, tile_rows - i));
-        dot(a + i * stride + k0, stride, panel_rows, b.column(col0 + c) + k0, b.stride, cols, block,
-            acc + i * kTileCols + c, kTileCols);
+RowRequantization RequantizationOf(const RowJob& job, int32_t row_sum) {
+  RowRequantization row;
+  row.row_sum = row_sum;
+  row.zero_point = job.a_zero_point + (job.a_signed ? 128 : 0);
+  row.output_zero_point = job.output_zero_point;
+  row.low = job.low;
+  row.high = job.high;
+  return row;
+}
+
+// B as one task sees it: either fully packed, or packed panel by panel from
+// the request's bytes (`packed` null).
+struct BOperand {
+  const PackedB* packed = nullptr;
+  BSource source;
+  const BColumns* columns = nullptr;
+};
+
+// Computes and requantizes output rows [row0, row0 + rows) (indices into
+// `a`) x columns [column0, column0 + columns) of `jobs`.
+void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t rows,
+             const BOperand& b, size_t column0, size_t columns, size_t depth_block,
+             const std::vector<RowJob>& jobs, size_t job0) {
+  TaskScratch& scratch = ThreadScratch();
+  const size_t strips = (columns + kQGemmStripColumns - 1) / kQGemmStripColumns;
+  const size_t ldc = strips * kQGemmStripColumns;
+  const size_t blocks = (rows + kernel.mr - 1) / kernel.mr;
+  int32_t* tile = scratch.tile.Get<int32_t>(rows * ldc);
+  const size_t strip0 = column0 / kQGemmStripColumns;
+  const size_t block_quads = depth_block / 4;
+  int32_t* column_sums = nullptr;
+  if (b.packed == nullptr) {
+    column_sums = scratch.column_sums.Get<int32_t>(ldc);
+    std::fill(column_sums, column_sums + ldc, 0);
+  }
+  const size_t total_quads = a.stride / 4;
+  for (size_t q0 = 0; q0 < total_quads; q0 += block_quads) {
+    const size_t quads = std::min(block_quads, total_quads - q0);
+    const int8_t* panel;
+    size_t strip_stride;
+    if (b.packed != nullptr) {
+      strip_stride = b.packed->strip_stride();
+      panel = b.packed->strip(strip0) + q0 * kQGemmQuadBytes;
+    } else {
+      strip_stride = (quads + 1) * kQGemmQuadBytes;  // see PackedB::strip_stride
+      int8_t* buffer = scratch.b_panel.Get<int8_t>(strips * strip_stride);
+      PackBPanel(b.source, q0, quads, strip0, strips, buffer, strip_stride, column_sums,
+                 kernel.isa);
+      panel = buffer;
+    }
+    // Strip groups outside, row blocks inside: one micro-panel of B stays in
+    // L1/L2 while every row block of the task passes over it.
+    for (size_t s = 0; s < strips; s += kernel.max_strips) {
+      const int group = static_cast<int>(std::min<size_t>(kernel.max_strips, strips - s));
+      for (size_t block = 0; block < blocks; ++block) {
+        const size_t first = block * kernel.mr;
+        const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
+        kernel.fn(quads, a.row(row0 + first) + q0 * 4, a.stride, block_rows,
+                  panel + s * strip_stride, strip_stride, group,
+                  tile + first * ldc + s * kQGemmStripColumns, ldc, q0 > 0);
       }
     }
   }
+  const int32_t* corrections;
+  const int32_t* zero_points = b.columns->zero_points.data() + column0;
+  if (b.packed != nullptr) {
+    corrections = b.packed->corrections.data() + column0;
+  } else {
+    int32_t* computed = scratch.corrections.Get<int32_t>(columns);
+    for (size_t j = 0; j < columns; ++j) {
+      computed[j] = static_cast<int32_t>(static_cast<uint32_t>(column_sums[j]) -
+                                         static_cast<uint32_t>(b.source.k) *
+                                             static_cast<uint32_t>(zero_points[j]));
+    }
+    corrections = computed;
+  }
+  double* multipliers = scratch.multipliers.Get<double>(columns);
+  const float* column_scales = b.columns->scales.data() + column0;
+  float a_scale = 0, output_scale = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    const RowJob& job = jobs[job0 + row0 + i];
+    // Per-tensor scales (the common case) give every row the same multipliers.
+    if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {
+      a_scale = job.a_scale;
+      output_scale = job.output_scale;
+      ComputeMultipliers(a_scale, output_scale, column_scales, columns, multipliers, kernel.isa);
+    }
+    RequantizeRow(tile + i * ldc, zero_points, corrections, multipliers,
+                  RequantizationOf(job, a.row_sums[row0 + i]), columns, job.out + column0,
+                  kernel.isa);
+  }
 }
 
-// out = requantize((A - za) x (B - zb)) for every row of `rows`.
-void RunGemm(const PackedB& b, size_t k, const std::vector<RowJob>& rows) {
+// out = requantize((A - za) x (B - zb)) for every row of `rows`, with B slice
+// `slice` of `op` (packed whole, from `cache` when it is registered).
+void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uint64_t slice,
+             PackedBCache* cache, const std::vector<RowJob>& rows) {
   if (rows.empty()) return;
-  const size_t depth = b.depth;
-  const size_t stride = PackedStride(depth);
-  const size_t row_count = rows.size();
-  std::vector<int16_t> a(row_count * stride, 0);
-  ParallelFor(row_count, std::max<int64_t>(1, (1 << 18) / depth), [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) PackARow(rows[r], k, a.data() + r * stride);
-  });
-
-  const Int16DotPanelFn dot = BestInt16DotPanel().fn;
-  const size_t row_tiles = (row_count + kTileRows - 1) / kTileRows;
-  const size_t col_tiles = (b.n + kTileCols - 1) / kTileCols;
-  const int64_t macs_per_task = int64_t{kTileRows} * kTileCols * depth;
-  ParallelFor(row_tiles * col_tiles, std::max<int64_t>(1, kMinMacsPerTask / macs_per_task),
-              [&](int64_t first, int64_t last) {
-                std::vector<int32_t> acc(kTileRows * kTileCols);
-                for (int64_t task = first; task < last; ++task) {
-                  // Column-major task order: neighbouring tasks share B columns.
-                  const size_t row0 = (task % row_tiles) * kTileRows;
-                  const size_t col0 = (task / row_tiles) * kTileCols;
-                  ComputeTile(dot, a.data() + row0 * stride, std::min(kTileRows, row_count - row0),
-                              b, col0, std::min(kTileCols, b.n - col0), acc.data());
-                  for (size_t i = 0; i < std::min(kTileRows, row_count - row0); ++i) {
-                    RequantizeRow(rows[row0 + i], acc.data() + i * kTileCols,
-                                  b.column_scales.data(), col0, std::min(kTileCols, b.n - col0));
+  const size_t k = op.k, n = op.n;
+  const BColumns columns = BColumns::Of(op);
+  BOperand b;
+  b.source = BSource::Of(op, slice);
+  b.columns = &columns;
+  std::shared_ptr<const PackedB> packed;
+  const bool registered = cache != nullptr && !op.b.registered_id.empty();
+  // Packing B whole pays off when its panels are reused by several row
+  // blocks (or by later requests, once cached).
+  const bool streaming = !registered && rows.size() <= kRowBlock;
+  if (!streaming) {
+    packed = cache != nullptr ? cache->Get(op, slice, kernel.isa) : PackB(op, slice, kernel.isa);
+    b.packed = packed.get();
+  }
+  const size_t depth_block = streaming ? kStreamingDepthBlock : kDepthBlock;
+  size_t column_block = kColumnBlock;
+  if (streaming) {
+    const size_t per_thread = (n + 2 * ParallelismLevel() - 1) / (2 * ParallelismLevel());
+    column_block =
+        std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
+  }
+  const size_t quads = (k + 3) / 4;
+  const size_t panel_rows =
+      std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
+  PackedA a;
+  for (size_t panel0 = 0; panel0 < rows.size(); panel0 += panel_rows) {
+    const size_t panel_count = std::min(panel_rows, rows.size() - panel0);
+    PackA(ARows(rows, panel0, panel_count), k, kernel.isa, a);
+    const size_t row_blocks = (panel_count + kRowBlock - 1) / kRowBlock;
+    const size_t column_blocks = (n + column_block - 1) / column_block;
+    const int64_t macs_per_task =
+        static_cast<int64_t>(std::min(kRowBlock, panel_count) * std::min(column_block, n) * k);
+    ParallelFor(row_blocks * column_blocks,
+                std::max<int64_t>(1, kMinMacsPerTask / std::max<int64_t>(1, macs_per_task)),
+                [&](int64_t first, int64_t last) {
+                  for (int64_t task = first; task < last; ++task) {
+                    // Row blocks vary fastest: neighbouring tasks share B columns.
+                    const size_t row0 = (task % row_blocks) * kRowBlock;
+                    const size_t column0 = (task / row_blocks) * column_block;
+                    RunTask(kernel, a, row0, std::min(kRowBlock, panel_count - row0), b, column0,
+                            std::min(column_block, n - column0), depth_block, rows, panel0);
                   }
-                }
-              });
+                });
+  }
 }
 
 // Appends the rows of A slice `a_slice` of `op`, writing to output slice
@@ -179,7 +284,8 @@ bool SameB(const QuantizedMatMulOperation& x, const QuantizedMatMulOperation& y)
 
 // An operation whose B has several slices: each B slice is packed once and
 // multiplied with every A slice it pairs with.
-void ComputeBatchedB(const QuantizedMatMulOperation& op, Tensor& output, PackedBCache* cache) {
+void ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, Tensor& output,
+                     PackedBCache* cache) {
   for (uint32_t bb = 0; bb < op.b_batch; ++bb) {
     for (uint32_t bc = 0; bc < op.b_channel; ++bc) {
       std::vector<RowJob> rows;
@@ -192,8 +298,7 @@ void ComputeBatchedB(const QuantizedMatMulOperation& op, Tensor& output, PackedB
           AddRows(op, a_slice, output, uint64_t{batch} * op.channel + channel, rows);
         }
       }
-      const uint64_t slice = uint64_t{bb} * op.b_channel + bc;
-      RunGemm(cache != nullptr ? *cache->Get(op, slice) : *PackB(op, slice), op.k, rows);
+      RunGemm(kernel, op, uint64_t{bb} * op.b_channel + bc, cache, rows);
     }
   }
 }
@@ -201,13 +306,15 @@ void ComputeBatchedB(const QuantizedMatMulOperation& op, Tensor& output, PackedB
 }  // namespace
 
 void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> ops,
-                             absl::Span<Tensor* const> outputs, PackedBCache* cache) {
+                             absl::Span<Tensor* const> outputs, PackedBCache* cache,
+                             const QGemmUkernel* ukernel) {
+  const QGemmUkernel& kernel = ukernel != nullptr ? *ukernel : SelectedQGemmUkernel();
   std::vector<bool> done(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i) {
     if (done[i]) continue;
     const QuantizedMatMulOperation& op = *ops[i];
     if (!HasSharedB(op)) {
-      ComputeBatchedB(op, *outputs[i], cache);
+      ComputeBatchedB(kernel, op, *outputs[i], cache);
       continue;
     }
     // With one B slice, every A slice of every operation that shares this B
@@ -222,7 +329,7 @@ void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> o
         AddRows(member, slice, *outputs[j], slice, rows);
       }
     }
-    RunGemm(cache != nullptr ? *cache->Get(op, 0) : *PackB(op, 0), op.k, rows);
+    RunGemm(kernel, op, 0, cache, rows);
   }
 }
 

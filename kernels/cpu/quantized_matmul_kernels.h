@@ -5,6 +5,7 @@
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
 #include "kernels/cpu/packed_b.h"
+#include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
 
@@ -17,13 +18,21 @@ namespace dmlserve {
 // others run one by one. Either way the result is exactly that of computing
 // each operation alone.
 //
-// Accumulation is exact in int32 (K is bounded by MakeQuantizedMatMulOperation)
-// and requantization computes acc * (a_scale * b_scale / output_scale) in
-// float64, rounds half to even, adds the zero point and saturates.
+// Every A/B type combination runs as one u8 x s8 product (see
+// qgemm_ukernel.h): INT8 A is shifted by +128 and UINT8 B by -128, and the
+// zero points, row sums of A and column sums of B turn the result back into
+// sum (A - za)(B - zb), exactly in (wrapping) int32 arithmetic; K is bounded
+// by MakeQuantizedMatMulOperation so the true sum fits. Requantization
+// computes acc * (a_scale * b_scale / output_scale) in float64, rounds half to
+// even, adds the zero point and saturates: the same bytes as the reference.
 //
-// With a `cache`, registered B tensors are packed once and reused.
+// With a `cache`, registered B tensors are packed once and reused; other B
+// tensors are packed per call (panel by panel inside each task when few rows
+// use them, so no packed copy of the whole B is ever held). `ukernel` forces a
+// micro-kernel (tests); null means SelectedQGemmUkernel().
 void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> ops,
-                             absl::Span<Tensor* const> outputs, PackedBCache* cache = nullptr);
+                             absl::Span<Tensor* const> outputs, PackedBCache* cache = nullptr,
+                             const QGemmUkernel* ukernel = nullptr);
 
 inline void ComputeQuantizedMatMul(const QuantizedMatMulOperation& op, Tensor& output) {
   const QuantizedMatMulOperation* ops[] = {&op};

@@ -8,7 +8,6 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/int16_dot_kernels.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "tests/reference/reference.h"
 
@@ -193,33 +192,6 @@ TEST(QuantizedMatMulTest, LargeProductTakesTheMultiThreadedPath) {
   // Not degenerate: the outputs spread over the range.
   std::set<int8_t> distinct(out.data_as<int8_t>(), out.data_as<int8_t>() + out.element_count());
   EXPECT_GE(distinct.size(), 32u);
-}
-
-// Every SIMD variant the CPU supports computes the same dot products as the
-// portable one.
-TEST(Int16DotKernelsTest, EveryVariantMatchesThePortableOne) {
-  const std::vector<Int16DotPanel> panels = AvailableInt16DotPanels();
-  ASSERT_FALSE(panels.empty());
-  EXPECT_STREQ(panels.front().name, "generic");
-  std::mt19937 rng(5);
-  for (size_t depth : {size_t{32}, size_t{64}, size_t{1024}}) {
-    for (int rows = 1; rows <= kDotPanelRows; ++rows) {
-      for (size_t cols : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{17}}) {
-        const size_t lda = depth + 32, ldb = depth + 64, ldc = cols + 3;
-        std::vector<int16_t> a(rows * lda), b(cols * ldb);
-        for (int16_t& v : a) v = static_cast<int16_t>(static_cast<int>(rng() % 511) - 255);
-        for (int16_t& v : b) v = static_cast<int16_t>(static_cast<int>(rng() % 511) - 255);
-        std::vector<int32_t> want(rows * ldc, 7);
-        panels.front().fn(a.data(), lda, rows, b.data(), ldb, cols, depth, want.data(), ldc);
-        for (size_t p = 1; p < panels.size(); ++p) {
-          std::vector<int32_t> got(rows * ldc, 7);
-          panels[p].fn(a.data(), lda, rows, b.data(), ldb, cols, depth, got.data(), ldc);
-          EXPECT_EQ(got, want) << panels[p].name << " rows=" << rows << " cols=" << cols
-                               << " depth=" << depth;
-        }
-      }
-    }
-  }
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "kernels/cpu/packed_a.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define DMLSERVE_X86 1
+#endif
+
+#include "kernels/cpu/parallel_for.h"
+
+namespace dmlserve {
+namespace {
+
+// Copies (when `out` is not null) and sums one row of A'.
+int32_t PackRowPortable(const ARowSource& row, size_t k, size_t stride, uint8_t* out) {
+  const uint8_t flip = row.is_signed ? 0x80 : 0;
+  uint32_t sum = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const uint8_t value = row.data[j] ^ flip;
+    sum += value;
+    if (out != nullptr) out[j] = value;
+  }
+  if (out != nullptr) std::fill(out + k, out + stride, uint8_t{0});
+  return static_cast<int32_t>(sum);
+}
+
+#if DMLSERVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// 64 bytes per step; vpsadbw sums them into 8 lanes. Masked loads zero the
+// bytes past K, which also writes the padding.
+int32_t PackRowAvx512(const ARowSource& row, size_t k, size_t stride, uint8_t* out) {
+  const __m512i flip_all = _mm512_set1_epi8(static_cast<char>(row.is_signed ? 0x80 : 0));
+  __m512i sums = _mm512_setzero_si512();
+  for (size_t j = 0; j < stride; j += 64) {
+    const size_t valid = j < k ? std::min<size_t>(64, k - j) : 0;
+    const __mmask64 mask = valid == 64 ? ~__mmask64{0} : ((__mmask64{1} << valid) - 1);
+    const __m512i value = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, row.data + j),
+                                           _mm512_maskz_mov_epi8(mask, flip_all));
+    sums = _mm512_add_epi64(sums, _mm512_sad_epu8(value, _mm512_setzero_si512()));
+    if (out != nullptr) {
+      const size_t width = std::min<size_t>(64, stride - j);
+      const __mmask64 store = width == 64 ? ~__mmask64{0} : ((__mmask64{1} << width) - 1);
+      _mm512_mask_storeu_epi8(out + j, store, value);
+    }
+  }
+  return static_cast<int32_t>(_mm512_reduce_add_epi64(sums));
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif  // DMLSERVE_X86
+
+int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, QGemmIsa isa) {
+#if DMLSERVE_X86
+  if (isa == QGemmIsa::kAvx512Vnni) return PackRowAvx512(row, k, stride, out);
+#endif
+  (void)isa;
+  return PackRowPortable(row, k, stride, out);
+}
+
+}  // namespace
+
+void PackA(absl::Span<const ARowSource> rows, size_t k, QGemmIsa isa, PackedA& packed) {
+  packed.k = k;
+  packed.stride = (k + 3) / 4 * 4;
+  // Rows a multiple of 1 KiB apart put the rows a micro-kernel reads together
+  // in the same few L1 sets; a cache line more spreads them out.
+  if (packed.stride % 1024 == 0) packed.stride += 64;
+  packed.row_sums.resize(rows.size());
+  bool in_place = packed.stride == k;
+  for (size_t i = 0; in_place && i < rows.size(); ++i) {
+    in_place = !rows[i].is_signed && rows[i].data == rows[0].data + i * k;
+  }
+  uint8_t* out = nullptr;
+  if (in_place) {
+    packed.data = rows.empty() ? nullptr : rows[0].data;
+  } else {
+    packed.storage = AllocateAligned(rows.size() * packed.stride);
+    out = reinterpret_cast<uint8_t*>(packed.storage.get());
+    packed.data = out;
+  }
+  ParallelFor(static_cast<int64_t>(rows.size()),
+              std::max<int64_t>(1, (1 << 18) / static_cast<int64_t>(packed.stride)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  packed.row_sums[i] =
+                      PackRow(rows[i], k, packed.stride,
+                              out == nullptr ? nullptr : out + i * packed.stride, isa);
+                }
+              });
+}
+
+}  // namespace dmlserve

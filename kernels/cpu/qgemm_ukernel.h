@@ -1,0 +1,74 @@
+#ifndef DMLSERVE_KERNELS_CPU_QGEMM_UKERNEL_H_
+#define DMLSERVE_KERNELS_CPU_QGEMM_UKERNEL_H_
+
+// The innermost loop of the quantized matrix multiply: an int8 micro-kernel
+// that multiplies a few rows of packed A with a few 16-column strips of
+// packed B, exactly, into int32. One micro-kernel per ISA level, each in its
+// own file (qgemm_ukernel_<isa>.cc), picked at run time for the CPU at hand.
+//
+// Operands (see packed_b.h for how they are made):
+//  - Both are rewritten so the products are u8 x s8, the form vpdpbusd
+//    multiplies: A' = A (uint8) or A + 128 (int8), B' = B (int8) or B - 128
+//    (uint8). The zero points absorb the shift, so every one of the eight
+//    type combinations runs this one kernel (see quantized_matmul_kernels.cc
+//    for the exact int32 corrections).
+//  - K is processed in "quads" of 4 consecutive depth values (what one
+//    vpdpbusd lane sums), zero-padded to a multiple of 4.
+//  - Packed A: rows of A', zero-padded to whole quads: a[i * lda + 4q + r] =
+//    A'[i][4q + r]. A UINT8 A whose K is a multiple of 4 is read in place.
+//  - Packed B: strips of 16 columns; within a strip, for each quad q, 16
+//    columns x 4 depth values (64 bytes, one zmm):
+//    strip[q * 64 + j * 4 + r] = B'[4q + r][16s + j]. Columns past N are zeros.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dmlserve {
+
+// Bytes of one quad of one 16-column strip of packed B.
+inline constexpr size_t kQGemmStripColumns = 16;
+inline constexpr size_t kQGemmQuadBytes = 4 * kQGemmStripColumns;
+
+// ISA levels, each a superset of the one before. DMLSERVE_CPU_ISA caps the
+// level used (see SelectedQGemmUkernel).
+enum class QGemmIsa : uint8_t { kGeneric = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512Vnni = 3 };
+
+// For i < rows and j < 16 * strips:
+//   c[i * ldc + j] (+)= sum over q < quads, r < 4 of
+//                       a[i * lda + 4q + r] * b[(j / 16) * b_strip_stride + q * 64 + (j % 16) * 4 +
+//                       r]
+// with u8 a and s8 b, accumulated in int32 (wrapping: the caller's K limit
+// keeps true results in range). With `accumulate` false c is overwritten,
+// otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips; nothing
+// else of c is touched.
+using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
+                                const int8_t* b, size_t b_strip_stride, int strips, int32_t* c,
+                                size_t ldc, bool accumulate);
+
+struct QGemmUkernel {
+  const char* name;  // "generic", "avx2", "avxvnni", "avx512vnni"
+  QGemmIsa isa;
+  int mr;          // rows per call
+  int max_strips;  // 16-column strips per call
+  QGemmUkernelFn fn;
+};
+
+// Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.
+const QGemmUkernel* GenericQGemmUkernel();
+const QGemmUkernel* Avx2QGemmUkernel();
+const QGemmUkernel* AvxVnniQGemmUkernel();
+const QGemmUkernel* Avx512VnniQGemmUkernel();
+
+// Every micro-kernel this CPU can run, the portable one first.
+std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
+
+// The fastest available micro-kernel at or below the level named by the
+// environment variable DMLSERVE_CPU_ISA ("generic", "avx2", "avxvnni",
+// "avx512vnni"; unset: no cap), read once per process. Tests and benchmarks
+// use it to force each path.
+const QGemmUkernel& SelectedQGemmUkernel();
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_KERNELS_CPU_QGEMM_UKERNEL_H_

@@ -1,0 +1,113 @@
+// AVX-512 VNNI micro-kernel (Ice Lake, Zen 4 and later): vpdpbusd multiplies
+// 64 u8 x s8 pairs and adds each group of 4 into one of 16 int32 lanes.
+//
+// Blocking: 6 rows x 4 strips (64 columns). The 24 zmm accumulators, 4 B
+// vectors and a broadcast A quad fit the 32 zmm registers; each quad step
+// issues 24 vpdpbusd for 4 vector loads and 6 broadcasts, so the multiply
+// units, not the loads, set the pace. Only `rows` x `strips` accumulators are
+// instantiated, so a GEMV (1 row) or a narrow N (1 strip) does no wasted
+// multiplies.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/qgemm_ukernel.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// Compiled with a target pragma rather than per-file flags and using no
+// library templates, so no inline function built for AVX-512 can be merged
+// into code that runs on an older CPU.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+// GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused merge
+// operand of unmasked intrinsics, which -Wuninitialized reports.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace dmlserve {
+namespace {
+
+constexpr int kMr = 6;
+constexpr int kMaxStrips = 4;
+
+template <int kRows, int kStrips>
+void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, size_t b_strip_stride,
+            int32_t* c, size_t ldc, bool accumulate) {
+  // One flat array, indexed with constants after unrolling, so GCC keeps
+  // every accumulator in a register (a 2-D array of vectors gets spilled).
+  __m512i acc[kRows * kStrips];
+#pragma GCC unroll 24
+  for (int x = 0; x < kRows * kStrips; ++x) acc[x] = _mm512_setzero_si512();
+  for (size_t q = 0; q < quads; ++q) {
+    __m512i columns[kStrips];
+#pragma GCC unroll 4
+    for (int s = 0; s < kStrips; ++s) {
+      columns[s] = _mm512_loadu_si512(b + s * b_strip_stride + q * kQGemmQuadBytes);
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < kRows; ++i) {
+      int32_t quad;
+      __builtin_memcpy(&quad, a + i * lda + q * 4, 4);
+      const __m512i row = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+      for (int s = 0; s < kStrips; ++s) {
+        acc[i * kStrips + s] = _mm512_dpbusd_epi32(acc[i * kStrips + s], row, columns[s]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kStrips; ++s) {
+      int32_t* out = c + i * ldc + s * kQGemmStripColumns;
+      __m512i value = acc[i * kStrips + s];
+      if (accumulate) value = _mm512_add_epi32(value, _mm512_loadu_si512(out));
+      _mm512_storeu_si512(out, value);
+    }
+  }
+}
+
+using KernelFn = void (*)(size_t, const uint8_t*, size_t, const int8_t*, size_t, int32_t*, size_t,
+                          bool);
+
+template <int kRows>
+constexpr KernelFn kRowKernels[kMaxStrips] = {&Kernel<kRows, 1>, &Kernel<kRows, 2>,
+                                              &Kernel<kRows, 3>, &Kernel<kRows, 4>};
+
+constexpr const KernelFn* kKernels[kMr] = {kRowKernels<1>, kRowKernels<2>, kRowKernels<3>,
+                                           kRowKernels<4>, kRowKernels<5>, kRowKernels<6>};
+
+void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
+                      size_t b_strip_stride, int strips, int32_t* c, size_t ldc, bool accumulate) {
+  kKernels[rows - 1][strips - 1](quads, a, lda, b, b_strip_stride, c, ldc, accumulate);
+}
+
+}  // namespace
+}  // namespace dmlserve
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace dmlserve {
+
+const QGemmUkernel* Avx512VnniQGemmUkernel() {
+  static const QGemmUkernel kernel = {"avx512vnni", QGemmIsa::kAvx512Vnni, kMr, kMaxStrips,
+                                      &Avx512VnniKernel};
+  __builtin_cpu_init();
+  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return supported ? &kernel : nullptr;
+}
+
+}  // namespace dmlserve
+
+#else  // !__x86_64__
+
+namespace dmlserve {
+const QGemmUkernel* Avx512VnniQGemmUkernel() { return nullptr; }
+}  // namespace dmlserve
+
+#endif

@@ -1,0 +1,144 @@
+#include "kernels/cpu/requantize.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define DMLSERVE_X86 1
+#endif
+
+// Built with -ffp-contract=off (see CMakeLists.txt): a fused multiply-add
+// would round differently from the reference.
+
+namespace dmlserve {
+namespace {
+
+// Adding and subtracting 1.5 * 2^52 rounds a double of magnitude < 2^51 to an
+// integer in the current rounding mode (nearest, ties to even) and, unlike
+// nearbyint, vectorises.
+constexpr double kRounder = 6755399441055744.0;
+
+// Values beyond these bounds saturate anyway; bounding first keeps the
+// rounding trick in range.
+double LowBound(const RowRequantization& row) {
+  return static_cast<double>(row.low - row.output_zero_point) - 1.0;
+}
+double HighBound(const RowRequantization& row) {
+  return static_cast<double>(row.high - row.output_zero_point) + 1.0;
+}
+
+int32_t CorrectedDot(int32_t dot, int32_t column_zero_point, int32_t column_correction,
+                     const RowRequantization& row) {
+  // uint32: the terms may wrap; their sum is the exact (in-range) result.
+  return static_cast<int32_t>(
+      static_cast<uint32_t>(dot) -
+      static_cast<uint32_t>(column_zero_point) * static_cast<uint32_t>(row.row_sum) -
+      static_cast<uint32_t>(row.zero_point) * static_cast<uint32_t>(column_correction));
+}
+
+void RequantizeRowPortable(const int32_t* dots, const int32_t* column_zero_points,
+                           const int32_t* column_corrections, const double* multipliers,
+                           const RowRequantization& row, size_t count, uint8_t* out) {
+  const double low = LowBound(row), high = HighBound(row);
+  for (size_t j = 0; j < count; ++j) {
+    const int32_t acc = CorrectedDot(dots[j], column_zero_points[j], column_corrections[j], row);
+    double value = static_cast<double>(acc) * multipliers[j];
+    value = std::min(std::max(value, low), high);
+    const double rounded = (value + kRounder) - kRounder;
+    int32_t result = static_cast<int32_t>(rounded) + row.output_zero_point;
+    result = std::min(std::max(result, row.low), row.high);
+    out[j] = static_cast<uint8_t>(result);
+  }
+}
+
+#if DMLSERVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+void ComputeMultipliersAvx512(float a_scale, float output_scale, const float* column_scales,
+                              size_t count, double* multipliers) {
+  const __m512d a = _mm512_set1_pd(a_scale);
+  const __m512d o = _mm512_set1_pd(output_scale);
+  for (size_t j = 0; j < count; j += 8) {
+    const __mmask8 mask = count - j >= 8 ? 0xff : static_cast<__mmask8>((1u << (count - j)) - 1);
+    const __m512d scale = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask, column_scales + j));
+    _mm512_mask_storeu_pd(multipliers + j, mask, _mm512_div_pd(_mm512_mul_pd(a, scale), o));
+  }
+}
+
+// Eight float64 lanes of the portable loop's arithmetic, in the same order:
+// the same IEEE operations give the same bits.
+inline __m256i Requantize8(__m256i acc, __m512d multiplier, __m512d low, __m512d high) {
+  const __m512d rounder = _mm512_set1_pd(kRounder);
+  __m512d value = _mm512_mul_pd(_mm512_cvtepi32_pd(acc), multiplier);
+  value = _mm512_min_pd(_mm512_max_pd(value, low), high);
+  value = _mm512_sub_pd(_mm512_add_pd(value, rounder), rounder);
+  return _mm512_cvttpd_epi32(value);
+}
+
+void RequantizeRowAvx512(const int32_t* dots, const int32_t* column_zero_points,
+                         const int32_t* column_corrections, const double* multipliers,
+                         const RowRequantization& row, size_t count, uint8_t* out) {
+  const __m512d low = _mm512_set1_pd(LowBound(row)), high = _mm512_set1_pd(HighBound(row));
+  const __m512i row_sum = _mm512_set1_epi32(row.row_sum);
+  const __m512i zero_point = _mm512_set1_epi32(row.zero_point);
+  const __m512i output_zero_point = _mm512_set1_epi32(row.output_zero_point);
+  const __m512i low_int = _mm512_set1_epi32(row.low), high_int = _mm512_set1_epi32(row.high);
+  for (size_t j = 0; j < count; j += 16) {
+    const __mmask16 mask =
+        count - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (count - j)) - 1);
+    const __mmask8 low_mask = static_cast<__mmask8>(mask),
+                   high_mask = static_cast<__mmask8>(mask >> 8);
+    __m512i acc = _mm512_maskz_loadu_epi32(mask, dots + j);
+    acc = _mm512_sub_epi32(
+        acc, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(mask, column_zero_points + j), row_sum));
+    acc = _mm512_sub_epi32(
+        acc,
+        _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(mask, column_corrections + j), zero_point));
+    const __m256i first = Requantize8(_mm512_castsi512_si256(acc),
+                                      _mm512_maskz_loadu_pd(low_mask, multipliers + j), low, high);
+    const __m256i second =
+        Requantize8(_mm512_extracti64x4_epi64(acc, 1),
+                    _mm512_maskz_loadu_pd(high_mask, multipliers + j + 8), low, high);
+    __m512i result = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+    result = _mm512_add_epi32(result, output_zero_point);
+    result = _mm512_min_epi32(_mm512_max_epi32(result, low_int), high_int);
+    _mm512_mask_cvtepi32_storeu_epi8(out + j, mask, result);
+  }
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif  // DMLSERVE_X86
+
+}  // namespace
+
+void ComputeMultipliers(float a_scale, float output_scale, const float* column_scales, size_t count,
+                        double* multipliers, QGemmIsa isa) {
+#if DMLSERVE_X86
+  if (isa == QGemmIsa::kAvx512Vnni) {
+    return ComputeMultipliersAvx512(a_scale, output_scale, column_scales, count, multipliers);
+  }
+#endif
+  (void)isa;
+  const double a = a_scale, o = output_scale;
+  for (size_t j = 0; j < count; ++j) multipliers[j] = a * static_cast<double>(column_scales[j]) / o;
+}
+
+void RequantizeRow(const int32_t* dots, const int32_t* column_zero_points,
+                   const int32_t* column_corrections, const double* multipliers,
+                   const RowRequantization& row, size_t count, uint8_t* out, QGemmIsa isa) {
+#if DMLSERVE_X86
+  if (isa == QGemmIsa::kAvx512Vnni) {
+    return RequantizeRowAvx512(dots, column_zero_points, column_corrections, multipliers, row,
+                               count, out);
+  }
+#endif
+  (void)isa;
+  RequantizeRowPortable(dots, column_zero_points, column_corrections, multipliers, row, count, out);
+}
+
+}  // namespace dmlserve

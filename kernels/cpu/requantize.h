@@ -1,0 +1,41 @@
+#ifndef DMLSERVE_KERNELS_CPU_REQUANTIZE_H_
+#define DMLSERVE_KERNELS_CPU_REQUANTIZE_H_
+
+// The quantized matrix multiply's epilogue: turns the micro-kernels' u8 x s8
+// dot products into sum (A - za)(B - zb) with exact int32 corrections, then
+// requantizes to the output type exactly as the float64 reference does.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/qgemm_ukernel.h"
+
+namespace dmlserve {
+
+// One output row's parameters.
+struct RowRequantization {
+  int32_t row_sum;     // sum over k of A'[i][k]
+  int32_t zero_point;  // za' = a_zero_point (+ 128 for INT8 A)
+  int32_t output_zero_point;
+  int32_t low, high;  // the output type's range
+};
+
+// multipliers[j] = (double(a_scale) * double(column_scales[j])) /
+// double(output_scale): the float64 reference's multiplier, bit for bit.
+void ComputeMultipliers(float a_scale, float output_scale, const float* column_scales, size_t count,
+                        double* multipliers, QGemmIsa isa);
+
+// For j < count:
+//   acc = dots[j] - column_zero_points[j] * row.row_sum
+//         - row.zero_point * column_corrections[j]          (int32, wrapping)
+//   out[j] = clamp(round_half_even(acc * multipliers[j]) + output_zero_point,
+//                  low, high)
+// computed in float64 like the reference. The result is the same byte for
+// every `isa` (AVX-512 at kAvx512Vnni, else portable).
+void RequantizeRow(const int32_t* dots, const int32_t* column_zero_points,
+                   const int32_t* column_corrections, const double* multipliers,
+                   const RowRequantization& row, size_t count, uint8_t* out, QGemmIsa isa);
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_KERNELS_CPU_REQUANTIZE_H_

@@ -1,0 +1,275 @@
+// The int8 GEMM's parts, each ISA path forced in turn: micro-kernels and
+// packing against the portable versions, and whole products on every
+// micro-kernel against the reference, bit for bit.
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/packed_a.h"
+#include "kernels/cpu/packed_b.h"
+#include "kernels/cpu/qgemm_ukernel.h"
+#include "kernels/cpu/quantized_matmul_kernels.h"
+#include "tests/reference/reference.h"
+
+namespace dmlserve {
+namespace {
+
+std::vector<const QGemmUkernel*> SimdUkernels() {
+  std::vector<const QGemmUkernel*> kernels = AvailableQGemmUkernels();
+  kernels.erase(kernels.begin());
+  return kernels;
+}
+
+TEST(QGemmUkernelTest, PortableKernelComesFirst) {
+  const std::vector<const QGemmUkernel*> kernels = AvailableQGemmUkernels();
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_STREQ(kernels.front()->name, "generic");
+  // Whatever DMLSERVE_CPU_ISA says, the selection is one of them.
+  bool found = false;
+  for (const QGemmUkernel* kernel : kernels) found |= kernel == &SelectedQGemmUkernel();
+  EXPECT_TRUE(found);
+}
+
+// Every SIMD micro-kernel writes exactly what the portable one writes, for
+// every row and strip count, overwriting and accumulating.
+TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
+  const QGemmUkernel& generic = *GenericQGemmUkernel();
+  std::mt19937 rng(11);
+  for (const QGemmUkernel* kernel : SimdUkernels()) {
+    for (size_t quads : {size_t{1}, size_t{3}, size_t{64}, size_t{1001}}) {
+      const size_t lda = quads * 4 + 12;
+      const size_t strip_stride = quads * kQGemmQuadBytes + 64;
+      std::vector<uint8_t> a(kernel->mr * lda);
+      std::vector<int8_t> b(kernel->max_strips * strip_stride);
+      for (uint8_t& v : a) v = static_cast<uint8_t>(rng());
+      for (int8_t& v : b) v = static_cast<int8_t>(rng());
+      // Extremes too: the products must not saturate anywhere.
+      a[0] = 255;
+      b[0] = -128;
+      for (int rows = 1; rows <= kernel->mr; ++rows) {
+        for (int strips = 1; strips <= kernel->max_strips; ++strips) {
+          for (bool accumulate : {false, true}) {
+            const size_t ldc = strips * kQGemmStripColumns + 5;
+            std::vector<int32_t> want(kernel->mr * ldc, 7), got(kernel->mr * ldc, 7);
+            for (int s = 0; s < strips; ++s) {
+              for (int i = 0; i < rows; ++i) {
+                generic.fn(quads, a.data() + i * lda, lda, 1, b.data() + s * strip_stride,
+                           strip_stride, 1, want.data() + i * ldc + s * kQGemmStripColumns, ldc,
+                           accumulate);
+              }
+            }
+            kernel->fn(quads, a.data(), lda, rows, b.data(), strip_stride, strips, got.data(), ldc,
+                       accumulate);
+            ASSERT_EQ(got, want) << kernel->name << " quads=" << quads << " rows=" << rows
+                                 << " strips=" << strips << " accumulate=" << accumulate;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The packing routines of every ISA level write the same bytes and sums,
+// edges (K not a multiple of 4, N not a multiple of 16 or 64) included.
+TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
+  std::mt19937 rng(12);
+  for (bool is_signed : {false, true}) {
+    for (size_t k : {size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{63}, size_t{130}}) {
+      for (size_t n :
+           {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{64}, size_t{65}, size_t{130}}) {
+        std::vector<uint8_t> source(k * n);
+        for (uint8_t& v : source) v = static_cast<uint8_t>(rng());
+        const BSource b{source.data(), is_signed, k, n};
+        const size_t quads = (k + 3) / 4, strips = (n + 15) / 16 + 1;  // one strip past N
+        const size_t stride = quads * kQGemmQuadBytes;
+        std::vector<int8_t> want(strips * stride, 1);
+        std::vector<int32_t> want_sums(strips * 16, 3);
+        PackBPanel(b, 0, quads, 0, strips, want.data(), stride, want_sums.data(),
+                   QGemmIsa::kGeneric);
+        // The portable packer against the definition.
+        for (size_t kk = 0; kk < quads * 4; ++kk) {
+          for (size_t j = 0; j < strips * 16; ++j) {
+            const int expected =
+                kk < k && j < n ? static_cast<int8_t>(source[kk * n + j] ^ (is_signed ? 0 : 0x80))
+                                : 0;
+            ASSERT_EQ(want[(j / 16) * stride + (kk / 4) * 64 + (j % 16) * 4 + kk % 4], expected);
+          }
+        }
+        for (const QGemmUkernel* kernel : SimdUkernels()) {
+          std::vector<int8_t> got(strips * stride, 1);
+          std::vector<int32_t> got_sums(strips * 16, 3);
+          PackBPanel(b, 0, quads, 0, strips, got.data(), stride, got_sums.data(), kernel->isa);
+          EXPECT_EQ(got, want) << kernel->name << " k=" << k << " n=" << n;
+          EXPECT_EQ(got_sums, want_sums) << kernel->name << " k=" << k << " n=" << n;
+        }
+
+        // A: rows of K, in place only for UINT8 rows in one block.
+        std::vector<ARowSource> rows;
+        for (size_t i = 0; i + k <= source.size() && rows.size() < 5; i += k) {
+          rows.push_back({source.data() + i, is_signed});
+        }
+        PackedA want_a;
+        PackA(rows, k, QGemmIsa::kGeneric, want_a);
+        EXPECT_EQ(want_a.data == source.data(), !is_signed && k % 4 == 0);
+        for (const QGemmUkernel* kernel : SimdUkernels()) {
+          PackedA got_a;
+          PackA(rows, k, kernel->isa, got_a);
+          ASSERT_EQ(got_a.stride, want_a.stride);
+          EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel->name;
+          EXPECT_EQ(std::memcmp(got_a.data, want_a.data, rows.size() * got_a.stride), 0)
+              << kernel->name;
+        }
+      }
+    }
+  }
+}
+
+Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng) {
+  Tensor tensor = Tensor::Allocate(type, sizes);
+  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
+    tensor.mutable_data()[i] = static_cast<uint8_t>(rng());
+  }
+  return tensor;
+}
+
+Tensor Scales(Shape sizes, double typical, std::mt19937_64& rng) {
+  Tensor tensor = Tensor::Allocate(DataType::kFloat32, sizes);
+  std::uniform_real_distribution<double> factor(0.5, 2.0);
+  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
+    tensor.mutable_data_as<float>()[i] = static_cast<float>(typical * factor(rng));
+  }
+  return tensor;
+}
+
+struct Shape3 {
+  uint32_t m, k, n;
+};
+
+// A random product of the given shape and types; `per_axis` picks per-row A
+// and output quantization and per-column B quantization.
+QuantizedMatMulOperation RandomProduct(Shape3 s, DataType a_type, DataType b_type,
+                                       DataType output_type, bool per_axis, std::mt19937_64& rng) {
+  QuantizedMatMulTensors t;
+  const Shape rows = per_axis ? Shape{1, 1, s.m, 1} : Shape{1, 1, 1, 1};
+  const Shape columns = per_axis ? Shape{1, 1, 1, s.n} : Shape{1, 1, 1, 1};
+  t.a = RandomBytes(a_type, {s.m, s.k}, rng);
+  t.a_scale = Scales(rows, 0.02, rng);
+  t.a_zero_point = RandomBytes(a_type, rows, rng);
+  t.b = RandomBytes(b_type, {s.k, s.n}, rng);
+  t.b_scale = Scales(columns, 0.01, rng);
+  t.b_zero_point = RandomBytes(b_type, columns, rng);
+  // |acc| is typically ~ 128 * 128 * sqrt(K / 3) with random zero points:
+  // spread it over ~100 output steps.
+  t.output_scale = Scales(rows, 0.02 * 0.01 * 16384 * std::sqrt(s.k / 3.0) / 100, rng);
+  t.output_zero_point = RandomBytes(output_type, rows, rng);
+  absl::StatusOr<QuantizedMatMulOperation> op =
+      MakeQuantizedMatMulOperation(std::move(t), output_type);
+  EXPECT_TRUE(op.ok()) << op.status();
+  return *op;
+}
+
+class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
+ protected:
+  // Runs `op` on this test's micro-kernel, B registered (packed whole, via a
+  // cache) or not (packed per task when few rows), and checks it bit for bit.
+  void ExpectExact(const QuantizedMatMulOperation& op, bool registered) {
+    QuantizedMatMulOperation copy = op;
+    PackedBCache cache(uint64_t{1} << 30);
+    if (registered) copy.b.registered_id = "weights";
+    Tensor output = Tensor::Allocate(copy.output_data_type, copy.output_sizes);
+    const QuantizedMatMulOperation* ops[] = {&copy};
+    Tensor* outputs[] = {&output};
+    ComputeQuantizedMatMuls(ops, outputs, registered ? &cache : nullptr, GetParam());
+    const absl::Status status = reference::CheckExact(reference::Compute(copy), output);
+    EXPECT_TRUE(status.ok()) << GetParam()->name << " " << reference::Describe(copy)
+                             << (registered ? " registered" : "") << ": " << status;
+  }
+};
+
+// Tile and block edges in every dimension: M around the micro-kernel rows
+// and the 96-row blocks, K around quads and the depth blocks, N around
+// strips, 64-column groups and column blocks; both B paths.
+TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
+  std::mt19937_64 rng(13);
+  const std::vector<Shape3> shapes = {{1, 1, 1},      {1, 3, 15},      {2, 5, 16},    {5, 4, 17},
+                                      {6, 63, 64},    {7, 65, 65},     {13, 130, 47}, {1, 2051, 33},
+                                      {97, 37, 257},  {100, 2053, 70}, {193, 8, 300}, {3, 4100, 9},
+                                      {12, 513, 1100}};
+  int index = 0;
+  for (const Shape3& s : shapes) {
+    const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
+    const DataType b_type = index % 3 ? DataType::kInt8 : DataType::kUint8;
+    const DataType output_type = index % 4 < 2 ? DataType::kInt8 : DataType::kUint8;
+    const QuantizedMatMulOperation op =
+        RandomProduct(s, a_type, b_type, output_type, index % 2 == 0, rng);
+    ExpectExact(op, false);
+    ExpectExact(op, true);
+    ++index;
+  }
+}
+
+// All eight type combinations at the largest K, with operands that push the
+// int32 accumulator to within a few thousand of overflowing: the u8 x s8
+// rewrite and its corrections must still give the exact sum.
+TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
+  constexpr uint32_t kK = 33025;
+  for (DataType a_type : {DataType::kUint8, DataType::kInt8}) {
+    for (DataType b_type : {DataType::kUint8, DataType::kInt8}) {
+      for (DataType output_type : {DataType::kUint8, DataType::kInt8}) {
+        for (bool negative : {false, true}) {
+          // (a - za) and (b - zb) of magnitude 255 each, sign by `negative`.
+          const bool a_signed = a_type == DataType::kInt8, b_signed = b_type == DataType::kInt8;
+          const uint8_t a_high = a_signed ? 0x7f : 0xff, a_low = a_signed ? 0x80 : 0x00;
+          const uint8_t b_high = b_signed ? 0x7f : 0xff, b_low = b_signed ? 0x80 : 0x00;
+          QuantizedMatMulTensors t;
+          auto filled = [](DataType type, Shape sizes, uint8_t byte) {
+            Tensor tensor = Tensor::Allocate(type, sizes);
+            std::memset(tensor.mutable_data(), byte, tensor.byte_size());
+            return tensor;
+          };
+          t.a = filled(a_type, {3, kK}, a_high);
+          t.a_zero_point = filled(a_type, {1, 1, 1, 1}, a_low);
+          t.b = filled(b_type, {kK, 17}, negative ? b_low : b_high);
+          t.b_zero_point = filled(b_type, {1, 1, 1, 1}, negative ? b_high : b_low);
+          t.a_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
+          t.b_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
+          t.output_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
+          const float one = 1.0f, output_scale = 33554432.0f;  // 2^25
+          std::memcpy(t.a_scale.mutable_data(), &one, 4);
+          std::memcpy(t.b_scale.mutable_data(), &one, 4);
+          std::memcpy(t.output_scale.mutable_data(), &output_scale, 4);
+          absl::StatusOr<QuantizedMatMulOperation> op =
+              MakeQuantizedMatMulOperation(std::move(t), output_type);
+          ASSERT_TRUE(op.ok()) << op.status();
+          ExpectExact(*op, false);
+          ExpectExact(*op, true);
+        }
+      }
+    }
+  }
+}
+
+// Many rows with per-row and per-column quantization, through the path that
+// packs B whole and splits rows into blocks and A into panels.
+TEST_P(QGemmPathTest, LargePerAxisProductIsExact) {
+  std::mt19937_64 rng(14);
+  const QuantizedMatMulOperation op =
+      RandomProduct({300, 700, 333}, DataType::kInt8, DataType::kUint8, DataType::kInt8, true, rng);
+  ExpectExact(op, false);
+  ExpectExact(op, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest,
+                         testing::ValuesIn(AvailableQGemmUkernels()),
+                         [](const testing::TestParamInfo<const QGemmUkernel*>& info) {
+                           return std::string(info.param->name);
+                         });
+
+}  // namespace
+}  // namespace dmlserve
