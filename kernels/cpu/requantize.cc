@@ -70,13 +70,14 @@ void ComputeMultipliersAvx512(float a_scale, float output_scale, const float* co
 }
 
 // Eight float64 lanes of the portable loop's arithmetic, in the same order:
-// the same IEEE operations give the same bits.
+// the same IEEE operations give the same bits. After the clamp the value is
+// well inside int32, and converting with round-to-nearest-even gives the
+// integer the portable loop's rounding trick gives, in one instruction
+// instead of three.
 inline __m256i Requantize8(__m256i acc, __m512d multiplier, __m512d low, __m512d high) {
-  const __m512d rounder = _mm512_set1_pd(kRounder);
   __m512d value = _mm512_mul_pd(_mm512_cvtepi32_pd(acc), multiplier);
   value = _mm512_min_pd(_mm512_max_pd(value, low), high);
-  value = _mm512_sub_pd(_mm512_add_pd(value, rounder), rounder);
-  return _mm512_cvttpd_epi32(value);
+  return _mm512_cvt_roundpd_epi32(value, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 void RequantizeRowAvx512(const int32_t* dots, const int32_t* column_zero_points,
