@@ -8,7 +8,8 @@
 # DMLSERVE_BENCH (argument or environment variable; default
 # build/bench/dmlserve_bench) is the Google Benchmark binary with the
 # BM_CpuQGemm/* and BM_CpuScan/* cases. ONEDNN_BENCH (environment; default
-# dmlserve_onednn_bench next to it) adds a oneDNN column when it exists.
+# dmlserve_onednn_bench next to it or in build/bench/) adds a oneDNN column
+# when it exists.
 # ORT_VERSION picks the onnxruntime-node version (default 1.30.0). Options
 # after the binary go to compare.mjs: --filter=REGEX (case names),
 # --runs=N (timed ONNX Runtime calls, at least 5), --min_time=SECONDS (per
@@ -25,8 +26,17 @@ if [[ $# -gt 0 && "$1" != --* ]]; then
   shift
 fi
 [[ "${1:-}" == "--" ]] && shift
-onednn_bench="${ONEDNN_BENCH:-$(dirname "${dmlserve_bench}")/dmlserve_onednn_bench}"
-[[ -x "${onednn_bench}" ]] || onednn_bench=""
+# The oneDNN benchmark: $ONEDNN_BENCH, else next to the dmlserve binary,
+# else in build/; no column when none exists.
+onednn_bench="${ONEDNN_BENCH:-}"
+if [[ -z "${onednn_bench}" ]]; then
+  for candidate in "$(dirname "${dmlserve_bench}")/dmlserve_onednn_bench" "${repo}/build/bench/dmlserve_onednn_bench"; do
+    if [[ -x "${candidate}" ]]; then
+      onednn_bench="${candidate}"
+      break
+    fi
+  done
+fi
 ort_version="${ORT_VERSION:-1.30.0}"
 
 command -v node >/dev/null || { echo "node (v18 or later) is required" >&2; exit 2; }

@@ -149,11 +149,19 @@ function scanInput(c, random) {
 
 const scalar = (name, type, value) => ({name, dataType: TYPES[type].onnx, dims: [], data: TYPES[type].array.of(value)});
 
-// The output scale that spreads the accumulators over the output range: with
-// uniformly random 8-bit inputs, (a - za)(b - zb) has a standard deviation of
-// about 74*74, a sum of K of them sqrt(K) times that; +-3 sigma maps to +-127.
+// The output scale that spreads the results over the output range. For
+// uniformly random 8-bit x, (x - z) has a mean square of 5461.25 (the
+// variance, (256^2 - 1)/12) plus (mean - z)^2; a sum of K products of
+// independent such terms has a standard deviation of sqrt(K) times the
+// product of their root mean squares; +-3 of those map to +-127.
+function rootMeanSquare(type, zeroPoint) {
+  const mean = type === 'u8' ? 127.5 : -0.5;
+  return Math.sqrt(5461.25 + (mean - zeroPoint) ** 2);
+}
+
 function outputScale(c) {
-  return (A_SCALE * B_SCALE * Math.sqrt(c.k) * 74 * 74 * 3) / 127;
+  const spread = rootMeanSquare(c.a, A_ZERO_POINT[c.a]) * rootMeanSquare(c.b, B_ZERO_POINT);
+  return (A_SCALE * B_SCALE * Math.sqrt(c.k) * spread * 3) / 127;
 }
 
 // Builds the QLinearMatMul model and its run-time feeds for a case, with the
@@ -313,8 +321,12 @@ function runGoogleBenchmark(binary, names, fullName, unit, work, minTime) {
   if (result.status !== 0) return {error: `exit ${result.status}: ${result.stderr.trim().split('\n').pop()}`};
   const report = JSON.parse(result.stdout);
   const runs = report.benchmarks.filter((b) => b.run_name.replace(/\/(real_time|process_time|manual_time)$/, '') === fullName);
+  // A case a benchmark skips with a message starting with "unsupported" is
+  // n/a (what the library cannot compute), any other skip an error.
   const skipped = runs.find((b) => b.error_occurred);
-  if (skipped) return {error: skipped.error_message};
+  if (skipped) {
+    return /^unsupported/i.test(skipped.error_message) ? {na: skipped.error_message} : {error: skipped.error_message};
+  }
   const entry = runs.find((b) => b.aggregate_name === 'median');
   if (!entry) return {error: 'no median in the report'};
   // The counter the benchmark reports; else the rate from its time, which
@@ -332,6 +344,7 @@ const fmt = (rate) => (rate >= 100 ? rate.toFixed(0) : rate >= 10 ? rate.toFixed
 
 function cell(result, notes) {
   if (result.missing) return 'missing';
+  if (result.none) return '—';
   if (result.na) return `n/a${note(notes, result.na)}`;
   if (result.error) return `error${note(notes, result.error)}`;
   return fmt(result.rate) + (result.note ? note(notes, result.note) : '');
@@ -428,7 +441,7 @@ async function main() {
       process.stderr.write(', onednn');
       onednn = c.kind === 'matmul'
         ? runGoogleBenchmark(args.onednnBench, onednnNames, `BM_OneDnnQGemm/${c.name}`, c.unit, c.work, args.minTime)
-        : {na: 'no oneDNN primitive for scans'};
+        : {none: true};
     }
     process.stderr.write('\n');
 
