@@ -329,12 +329,18 @@ function runGoogleBenchmark(binary, names, fullName, unit, work, minTime) {
   }
   const entry = runs.find((b) => b.aggregate_name === 'median');
   if (!entry) return {error: 'no median in the report'};
-  // The counter the benchmark reports; else the rate from its time, which
-  // is the same number for the same definition of work.
-  if (unit === 'GOP/s' && entry['GOP/s'] !== undefined) return {rate: entry['GOP/s'] / 1e9};
-  if (unit === 'GB/s' && entry.bytes_per_second !== undefined) return {rate: entry.bytes_per_second / 1e9};
+  // The rate comes from the median real time and this script's own count of
+  // work, so that every column uses the same definition; the benchmark's
+  // counter (GOP/s or bytes_per_second, in units per second) only serves as
+  // a cross-check.
   const scale = {ns: 1e-9, us: 1e-6, ms: 1e-3, s: 1}[entry.time_unit];
-  return {rate: work / (entry.real_time * scale) / 1e9};
+  const rate = work / (entry.real_time * scale) / 1e9;
+  const counter = unit === 'GOP/s' ? entry['GOP/s'] : entry.bytes_per_second;
+  if (counter !== undefined && Math.abs(counter / 1e9 / rate - 1) > 0.05) {
+    console.error(`\nwarning: ${fullName} reports ${(counter / 1e9).toPrecision(4)} ${unit}, ` +
+        `its time gives ${rate.toPrecision(4)}: a different count of work?`);
+  }
+  return {rate};
 }
 
 // ---------------------------------------------------------------------------
