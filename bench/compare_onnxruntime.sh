@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Compares dmlserve's CPU backend with ONNX Runtime (and oneDNN, when its
+# benchmark is built) on the same cases, in one run, and prints a markdown
+# table. Not run by CI. See docs/benchmarks.md.
+#
+#   bench/compare_onnxruntime.sh [DMLSERVE_BENCH] [-- compare.mjs options]
+#
+# DMLSERVE_BENCH (argument or environment variable; default
+# build/bench/dmlserve_bench) is the Google Benchmark binary with the
+# BM_CpuQGemm/* and BM_CpuScan/* cases. ONEDNN_BENCH (environment; default
+# dmlserve_onednn_bench next to it or in build/bench/) adds a oneDNN column
+# when it exists.
+# ORT_VERSION picks the onnxruntime-node version (default 1.30.0). Options
+# after the binary go to compare.mjs: --filter=REGEX (case names),
+# --runs=N (timed ONNX Runtime calls, at least 5), --min_time=SECONDS (per
+# Google Benchmark repetition and for the ONNX Runtime calls).
+#
+# onnxruntime-node is installed from npm into a temporary folder, removed at
+# the end; nothing is written into the repository.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dmlserve_bench="${DMLSERVE_BENCH:-build/bench/dmlserve_bench}"
+if [[ $# -gt 0 && "$1" != --* ]]; then
+  dmlserve_bench="$1"
+  shift
+fi
+[[ "${1:-}" == "--" ]] && shift
+# The oneDNN benchmark: $ONEDNN_BENCH, else next to the dmlserve binary,
+# else in build/; no column when none exists.
+onednn_bench="${ONEDNN_BENCH:-}"
+if [[ -z "${onednn_bench}" ]]; then
+  for candidate in "$(dirname "${dmlserve_bench}")/dmlserve_onednn_bench" "${repo}/build/bench/dmlserve_onednn_bench"; do
+    if [[ -x "${candidate}" ]]; then
+      onednn_bench="${candidate}"
+      break
+    fi
+  done
+fi
+ort_version="${ORT_VERSION:-1.30.0}"
+
+command -v node >/dev/null || { echo "node (v18 or later) is required" >&2; exit 2; }
+command -v npm >/dev/null || { echo "npm is required" >&2; exit 2; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "${work}"' EXIT
+
+# The npm package bundles the CPU build for Linux x64; its install script only
+# fetches optional CUDA binaries from NuGet, so it is not run.
+echo "installing onnxruntime-node@${ort_version} into ${work}" >&2
+(cd "${work}" && npm init -y >/dev/null &&
+  npm install --ignore-scripts --no-audit --no-fund --loglevel=error "onnxruntime-node@${ort_version}" >&2)
+
+node "${repo}/bench/onnxruntime/compare.mjs" \
+  --ort_modules="${work}/node_modules" \
+  --dmlserve_bench="${dmlserve_bench}" \
+  ${onednn_bench:+--onednn_bench="${onednn_bench}"} \
+  "$@"
