@@ -335,9 +335,10 @@ function runGoogleBenchmark(binary, names, fullName, unit, work, minTime) {
   // a cross-check.
   const scale = {ns: 1e-9, us: 1e-6, ms: 1e-3, s: 1}[entry.time_unit];
   const rate = work / (entry.real_time * scale) / 1e9;
-  const counter = unit === 'GOP/s' ? entry['GOP/s'] : entry.bytes_per_second;
-  if (counter !== undefined && Math.abs(counter / 1e9 / rate - 1) > 0.05) {
-    console.error(`\nwarning: ${fullName} reports ${(counter / 1e9).toPrecision(4)} ${unit}, ` +
+  // The GOP/s counters are already in GOP/s; bytes_per_second is in B/s.
+  const counter = unit === 'GOP/s' ? entry['GOP/s'] : entry.bytes_per_second / 1e9;
+  if (counter !== undefined && !Number.isNaN(counter) && Math.abs(counter / rate - 1) > 0.05) {
+    console.error(`\nwarning: ${fullName} reports ${counter.toPrecision(4)} ${unit}, ` +
         `its time gives ${rate.toPrecision(4)}: a different count of work?`);
   }
   return {rate};
