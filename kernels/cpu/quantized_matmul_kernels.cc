@@ -201,18 +201,21 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
              PackedBCache* cache, const std::vector<RowJob>& rows) {
   if (rows.empty()) return;
   const size_t k = op.k, n = op.n;
-  const BColumns columns = BColumns::Of(op);
   BOperand b;
   b.source = BSource::Of(op, slice);
-  b.columns = &columns;
   std::shared_ptr<const PackedB> packed;
+  BColumns columns;
   const bool registered = cache != nullptr && !op.b.registered_id.empty();
   // Packing B whole pays off when its panels are reused by several row
   // blocks (or by later requests, once cached).
   const bool streaming = !registered && rows.size() <= kRowBlock;
-  if (!streaming) {
+  if (streaming) {
+    columns = BColumns::Of(op);
+    b.columns = &columns;
+  } else {
     packed = cache != nullptr ? cache->Get(op, slice, kernel.isa) : PackB(op, slice, kernel.isa);
     b.packed = packed.get();
+    b.columns = &packed->columns;
   }
   const size_t depth_block = streaming ? kStreamingDepthBlock : kDepthBlock;
   size_t column_block = kColumnBlock;
