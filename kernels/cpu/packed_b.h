@@ -59,7 +59,7 @@ class PackedBCache {
   struct Entry {
     std::string key;
     std::string registered_id;
-    std::weak_ptr<const std::string> bytes;  // the registered tensor packed
+    std::weak_ptr<const Buffer> bytes;  // the registered tensor packed
     std::shared_ptr<const PackedB> packed;
   };
   void EvictOverCapacityLocked();
