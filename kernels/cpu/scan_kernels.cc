@@ -127,6 +127,7 @@ class ScanPlan {
         A carry = Identity();
         fns_.line(In(line * axis_), Out(line * axis_), axis_, decreasing_, &carry, nt_);
       }
+      if (nt_) fns_.fence();
     });
   }
 
@@ -154,6 +155,7 @@ class ScanPlan {
         const int64_t first = RowElement(unit, 0);
         fns_.rows(In(first), Out(first), Stride(), axis_, lanes, acc.data(), nt_);
       }
+      if (nt_) fns_.fence();
     });
   }
 
@@ -233,6 +235,7 @@ class ScanPlan {
         }
         ScanPiece(unit, begin, end, carry.data());
       }
+      if (nt_) fns_.fence();
     });
   }
 

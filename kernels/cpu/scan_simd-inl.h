@@ -96,7 +96,6 @@ struct ScanLoops {
         // Scalar head up to the first aligned vector of the output.
         for (; i < n && !Aligned(out + i); ++i) Step(in + i, out + i, acc);
         i += Blocks<false, true>(in + i, out + i, n - i, acc);
-        Fence();
       } else {
         i += Blocks<false, false>(in + i, out + i, n - i, acc);
       }
@@ -109,7 +108,6 @@ struct ScanLoops {
           Step(in + i, out + i, acc);
         }
         i -= Blocks<true, true>(in, out, i, acc);
-        Fence();
       } else {
         i -= Blocks<true, false>(in, out, i, acc);
       }
@@ -164,7 +162,6 @@ struct ScanLoops {
     }
     if (nt) {
       for (int64_t r = 0; r < rows; ++r) Row<true>(in + r * stride, out + r * stride, lanes, acc);
-      Fence();
     } else {
       for (int64_t r = 0; r < rows; ++r) Row<false>(in + r * stride, out + r * stride, lanes, acc);
     }
@@ -202,7 +199,7 @@ struct ScanLoops {
     }
   }
 
-  static ScanFns Fns() { return ScanFns{&Line, &Rows, &ReduceLine, &ReduceRows}; }
+  static ScanFns Fns() { return ScanFns{&Line, &Rows, &ReduceLine, &ReduceRows, &Fence}; }
 };
 
 template <typename S, typename A, typename Op>

@@ -19,8 +19,12 @@
 //                values there.
 //   reduce_line: combines n contiguous elements into *total.
 //   reduce_rows: combines rows into acc[0..lanes) like rows, writing nothing.
+//   fence:       orders the non-temporal stores issued so far by this thread
+//                before its later stores (a thread calls it once when done,
+//                before it signals completion; once per line would drain
+//                the write-combining buffers every line).
 // With `nt`, outputs are written with non-temporal stores (for outputs too
-// big to stay in cache; the loops issue the store fence themselves).
+// big to stay in cache).
 //
 // Float loops may reassociate (in-register prefix trees, partial sums), as
 // the spec allows; integer loops wrap and are exact in any order. FLOAT16
@@ -76,6 +80,7 @@ struct ScanFns {
                bool nt);
   void (*reduce_line)(const void* in, int64_t n, void* total);
   void (*reduce_rows)(const void* in, ptrdiff_t stride, int64_t rows, int64_t lanes, void* acc);
+  void (*fence)();
 };
 
 // [kind][exclusive]

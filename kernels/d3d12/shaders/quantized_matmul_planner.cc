@@ -128,10 +128,10 @@ std::string GroupKey(const QuantizedMatMulOperation& op) {
       reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/", static_cast<int>(op.a.data_type), "/",
       static_cast<int>(op.b.data_type), "/", static_cast<int>(op.output_data_type), "/", op.k, "/",
       op.n, "/", op.b_batch, "/", op.b_channel, "/");
-  key.append(op.b_scale.bytes->view());
+  absl::StrAppend(&key, op.b_scale.bytes->view());
   if (op.b_zero_point.present()) {
     absl::StrAppend(&key, "/z", static_cast<int>(op.b_zero_point.data_type), "/");
-    key.append(op.b_zero_point.bytes->view());
+    absl::StrAppend(&key, op.b_zero_point.bytes->view());
   }
   return key;
 }
