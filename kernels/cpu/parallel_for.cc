@@ -131,6 +131,12 @@ void ParallelFor(int64_t count, int64_t min_chunk,
   if (count <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
   ThreadPool& pool = Pool();
+  if (count / min_chunk < 2) {
+    // Too little work to split: run it here. Small enough not to need a slot
+    // (taking one costs more than such a body).
+    body(0, count);
+    return;
+  }
   if (!holds_slot) {
     // An outermost call: wait for a core, run, give it back.
     pool.AcquireSlot();

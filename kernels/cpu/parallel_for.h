@@ -9,7 +9,8 @@
 // batches in flight each run at most ParallelismLevel() kernel threads in
 // all, instead of one per caller plus the workers), and a worker joins a loop
 // only while a slot is free. Calls nested inside a body reuse the caller's
-// slot.
+// slot. A call with too little work for two chunks runs inline without a
+// slot: waiting for one would cost more than the work.
 
 #include <cstdint>
 
