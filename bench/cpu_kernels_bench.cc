@@ -1,5 +1,6 @@
-// CPU backend benchmarks: each case runs one batch per iteration on a
-// CpuDevice, output allocation included.
+// CPU backend benchmarks (matrix multiplies; scans are in cpu_scan_bench.cc):
+// each case runs one batch per iteration on a CpuDevice, output allocation
+// included.
 
 #include <memory>
 #include <vector>
@@ -16,42 +17,9 @@ CpuDevice& Cpu() {
   return *device;
 }
 
-void BM_CpuScan(benchmark::State& state, OperatorKind kind, DataType type, Shape sizes,
-                uint32_t axis) {
-  const std::vector<Operation> operations = {MakeScan(kind, type, sizes, axis)};
-  RunBatches(state, Cpu(), operations);
-}
-
 // Wall-clock rates: the work runs on the pool's threads, not only the
 // benchmark's.
 #define DMLSERVE_CPU_BENCHMARK(...) BENCHMARK_CAPTURE(__VA_ARGS__)->UseRealTime()
-
-constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
-constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
-
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4096_axis1, kSum, DataType::kFloat32, {64, 4096},
-                       1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4000_axis1, kSum, DataType::kFloat32, {64, 4000},
-                       1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_64x4096_axis0, kSum, DataType::kFloat32, {64, 4096},
-                       0);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_4M_axis0, kSum, DataType::kFloat32, {1 << 22}, 0);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_1024x1024_axis1, kSum, DataType::kFloat32,
-                       {1024, 1024}, 1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f32_8x4x16_axis1, kSum, DataType::kFloat32, {8, 4, 16},
-                       1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_f32_64x4096_axis1, kProduct, DataType::kFloat32,
-                       {64, 4096}, 1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_f32_64x4096_axis0, kProduct, DataType::kFloat32,
-                       {64, 4096}, 0);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f16_64x4096_axis1, kSum, DataType::kFloat16, {64, 4096},
-                       1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_f16_64x4096_axis0, kSum, DataType::kFloat16, {64, 4096},
-                       0);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_i64_64x4096_axis1, kSum, DataType::kInt64, {64, 4096}, 1);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumsum_i64_64x4096_axis0, kSum, DataType::kInt64, {64, 4096}, 0);
-DMLSERVE_CPU_BENCHMARK(BM_CpuScan, cumprod_u16_64x4096_axis1, kProduct, DataType::kUint16,
-                       {64, 4096}, 1);
 
 // One batch of `requests` matrix multiplies {m,k} x {k,n} sharing B (fused
 // into one product by the device).

@@ -20,8 +20,7 @@ CompatibilityKey::TensorIdentity CompatibilityKey::TensorIdentity::Of(const Tens
   }
   identity.bytes = tensor.bytes;
   // Hashing the bytes once per job is far cheaper than the multiply itself.
-  absl::string_view contents =
-      tensor.bytes ? absl::string_view(*tensor.bytes) : absl::string_view();
+  absl::string_view contents = tensor.bytes ? tensor.bytes->view() : absl::string_view();
   identity.hash = absl::HashOf(static_cast<int>(tensor.data_type), tensor.sizes, contents);
   return identity;
 }
@@ -33,7 +32,7 @@ bool CompatibilityKey::TensorIdentity::operator==(const TensorIdentity& other) c
   if (hash != other.hash) return false;
   if (bytes == other.bytes) return true;  // shared storage, or both absent
   if (bytes == nullptr || other.bytes == nullptr) return false;
-  return *bytes == *other.bytes;
+  return bytes->view() == other.bytes->view();
 }
 
 CompatibilityKey CompatibilityKey::For(const Operation& operation) {

@@ -53,8 +53,8 @@ class CompatibilityKey {
   struct TensorIdentity {
     DataType data_type = DataType::kUnknown;
     Shape sizes;
-    std::string registered_id;           // compared when non-empty
-    std::shared_ptr<std::string> bytes;  // compared otherwise
+    std::string registered_id;      // compared when non-empty
+    std::shared_ptr<Buffer> bytes;  // compared otherwise
     size_t hash = 0;
 
     static TensorIdentity Of(const Tensor& tensor);

@@ -213,7 +213,8 @@ absl::StatusOr<Tensor> DecodeTensorData(v1::Tensor* proto, absl::string_view fie
   Tensor tensor;
   tensor.data_type = *data_type;
   tensor.sizes = SizesOf(*proto);
-  tensor.bytes = std::make_shared<std::string>(std::move(*proto->mutable_data()));
+  // Adopted, not copied: the kernels read the request's bytes in place.
+  tensor.bytes = Buffer::Adopt(std::move(*proto->mutable_data()));
   if (absl::Status status = ValidateTensor(tensor, field, max_tensor_bytes); !status.ok()) {
     return status;
   }

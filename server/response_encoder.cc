@@ -11,10 +11,12 @@ void EncodeTensor(Tensor tensor, v1::Tensor* proto) {
   proto->mutable_sizes()->Assign(tensor.sizes.begin(), tensor.sizes.end());
   if (tensor.bytes == nullptr) {
     proto->clear_data();
-  } else if (tensor.bytes.use_count() == 1) {
-    proto->set_data(std::move(*tensor.bytes));
+  } else if (tensor.bytes.use_count() == 1 && tensor.bytes->adopted()) {
+    // Nobody else holds the string: hand it over without a copy.
+    proto->set_data(tensor.bytes->ReleaseString());
   } else {
-    proto->set_data(*tensor.bytes);
+    // Shared, or pooled storage (which goes back to the pool): copy.
+    proto->set_data(tensor.bytes->data(), tensor.bytes->size());
   }
 }
 

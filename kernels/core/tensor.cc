@@ -19,7 +19,15 @@ Tensor Tensor::Allocate(DataType type, const Shape& sizes) {
   Tensor tensor;
   tensor.data_type = type;
   tensor.sizes = sizes;
-  tensor.bytes = std::make_shared<std::string>(ElementCount(sizes) * DataTypeSize(type), '\0');
+  tensor.bytes = Buffer::Zeroed(ElementCount(sizes) * DataTypeSize(type));
+  return tensor;
+}
+
+Tensor Tensor::AllocateUninitialized(DataType type, const Shape& sizes) {
+  Tensor tensor;
+  tensor.data_type = type;
+  tensor.sizes = sizes;
+  tensor.bytes = Buffer::Uninitialized(ElementCount(sizes) * DataTypeSize(type));
   return tensor;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/inlined_vector.h"
+#include "kernels/core/buffer.h"
 #include "kernels/core/data_type.h"
 
 namespace dmlserve {
@@ -26,13 +27,14 @@ std::string ShapeToString(const Shape& sizes);
 // A dense tensor: `bytes` holds the elements packed little-endian, row-major.
 //
 // The bytes are shared, not copied, between a request, the tensor registry and
-// the batches that read them; once a Tensor is handed to the scheduler nobody
-// writes to its bytes again. An absent optional tensor (a zero point that was
+// the batches that read them (two tensors share storage iff they hold the same
+// Buffer pointer); once a Tensor is handed to the scheduler nobody writes to
+// its bytes again. An absent optional tensor (a zero point that was
 // not given) has data_type kUnknown.
 struct Tensor {
   DataType data_type = DataType::kUnknown;
   Shape sizes;
-  std::shared_ptr<std::string> bytes;
+  std::shared_ptr<Buffer> bytes;
   // Non-empty when the tensor is a registered one; devices key resident
   // copies (uploaded weights) by it.
   std::string registered_id;
@@ -55,6 +57,10 @@ struct Tensor {
 
   // A tensor of the given type and sizes with zero-filled storage.
   static Tensor Allocate(DataType type, const Shape& sizes);
+  // The same with pooled storage whose contents are unspecified: for kernel
+  // outputs, which overwrite every byte (zero-filling a 64 MiB output would
+  // cost as much as the scan that overwrites it).
+  static Tensor AllocateUninitialized(DataType type, const Shape& sizes);
 };
 
 }  // namespace dmlserve

@@ -52,12 +52,13 @@ absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
       continue;
     }
     if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-      item.output = Tensor::Allocate(scan->input.data_type, scan->input.sizes);
+      // Kernels overwrite every output byte: pooled, never zero-filled.
+      item.output = Tensor::AllocateUninitialized(scan->input.data_type, scan->input.sizes);
       ComputeScan(*scan, item.output);
       item.status = absl::OkStatus();
     } else {
       const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
-      item.output = Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);
+      item.output = Tensor::AllocateUninitialized(matmul.output_data_type, matmul.output_sizes);
       matmuls.push_back(&matmul);
       matmul_outputs.push_back(&item.output);
     }

@@ -57,9 +57,9 @@ int32_t PackRowAvx512(const ARowSource& row, size_t k, size_t stride, uint8_t* o
 #pragma GCC pop_options
 #endif  // DMLSERVE_X86
 
-int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, QGemmIsa isa) {
+int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, CpuIsa isa) {
 #if DMLSERVE_X86
-  if (isa == QGemmIsa::kAvx512Vnni) return PackRowAvx512(row, k, stride, out);
+  if (isa == CpuIsa::kAvx512Vnni) return PackRowAvx512(row, k, stride, out);
 #endif
   (void)isa;
   return PackRowPortable(row, k, stride, out);
@@ -67,7 +67,7 @@ int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, QG
 
 }  // namespace
 
-void PackA(absl::Span<const ARowSource> rows, size_t k, QGemmIsa isa, PackedA& packed) {
+void PackA(absl::Span<const ARowSource> rows, size_t k, CpuIsa isa, PackedA& packed) {
   packed.k = k;
   packed.stride = (k + 3) / 4 * 4;
   // Rows a multiple of 1 KiB apart put the rows a micro-kernel reads together

@@ -38,7 +38,7 @@ struct PackedA {
 // copied (and shifted) into `storage`. Runs on the ParallelFor pool. `isa`
 // picks the implementation (AVX-512 at kAvx512Vnni, else portable); the
 // result is the same.
-void PackA(absl::Span<const ARowSource> rows, size_t k, QGemmIsa isa, PackedA& packed);
+void PackA(absl::Span<const ARowSource> rows, size_t k, CpuIsa isa, PackedA& packed);
 
 }  // namespace dmlserve
 

@@ -122,9 +122,9 @@ BSource BSource::Of(const QuantizedMatMulOperation& op, uint64_t slice) {
 }
 
 void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                int8_t* out, size_t strip_stride, int32_t* column_sums, QGemmIsa isa) {
+                int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa) {
 #if DMLSERVE_X86
-  if (isa == QGemmIsa::kAvx512Vnni) {
+  if (isa == CpuIsa::kAvx512Vnni) {
     return PackBPanelAvx512(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
   }
 #endif
@@ -153,13 +153,12 @@ BColumns BColumns::Of(const QuantizedMatMulOperation& op) {
 }
 
 AlignedBytes AllocateAligned(size_t bytes) {
-  // aligned_alloc wants a size that is a multiple of the alignment.
-  const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  return AlignedBytes(static_cast<int8_t*>(std::aligned_alloc(64, rounded)));
+  const BufferPool::Block block = BufferPool::Get().Acquire(std::max<size_t>(bytes, 1));
+  return AlignedBytes(static_cast<int8_t*>(block.data), PooledBlockRelease{block.capacity});
 }
 
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     QGemmIsa isa) {
+                                     CpuIsa isa) {
   auto packed = std::make_shared<PackedB>();
   const BSource b = BSource::Of(op, slice);
   packed->k = b.k;
@@ -192,7 +191,7 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
 }
 
 std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                                 QGemmIsa isa) {
+                                                 CpuIsa isa) {
   if (op.b.registered_id.empty()) return PackB(op, slice, isa);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {

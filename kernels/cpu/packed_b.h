@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "kernels/core/buffer_pool.h"
 #include "kernels/core/operation.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -40,7 +40,7 @@ struct BSource {
 // allows). `isa` picks the implementation (AVX-512 at kAvx512Vnni, else
 // portable); all write the same bytes.
 void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                int8_t* out, size_t strip_stride, int32_t* column_sums, QGemmIsa isa);
+                int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa);
 
 // What the int32 corrections and the requantization need of B's columns.
 struct BColumns {
@@ -52,11 +52,14 @@ struct BColumns {
   static BColumns Of(const QuantizedMatMulOperation& op);
 };
 
-// 64-byte aligned bytes (one cache line, one zmm), uninitialised.
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
+// 64-byte aligned bytes (one cache line, one zmm), uninitialised, from the
+// process-wide BufferPool: packing the same sizes call after call reuses
+// memory that is already mapped instead of faulting in fresh pages.
+struct PooledBlockRelease {
+  size_t capacity = 0;
+  void operator()(int8_t* p) const { BufferPool::Get().Release({p, capacity}); }
 };
-using AlignedBytes = std::unique_ptr<int8_t[], AlignedFree>;
+using AlignedBytes = std::unique_ptr<int8_t[], PooledBlockRelease>;
 AlignedBytes AllocateAligned(size_t bytes);
 
 // One whole B slice packed.
@@ -83,7 +86,7 @@ struct PackedB {
 
 // Packs slice `slice` of op's B (in parallel on the ParallelFor pool).
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     QGemmIsa isa);
+                                     CpuIsa isa);
 
 // Packed copies of registered B tensors, keyed by registered id, slice, scales
 // and zero points, least recently used first out once over `capacity_bytes`.
@@ -95,7 +98,7 @@ class PackedBCache {
   // The packed slice, from the cache when op.b is registered (and packed
   // before), freshly packed (and remembered) otherwise.
   std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     QGemmIsa isa);
+                                     CpuIsa isa);
 
   bool Contains(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);
@@ -105,7 +108,7 @@ class PackedBCache {
   struct Entry {
     std::string key;
     std::string registered_id;
-    std::weak_ptr<const std::string> bytes;  // the registered tensor packed
+    std::weak_ptr<const Buffer> bytes;  // the registered tensor packed
     std::shared_ptr<const PackedB> packed;
   };
   void EvictOverCapacityLocked();

@@ -45,46 +45,67 @@ struct Loop {
   std::condition_variable done;
 };
 
+// Whether this thread holds a kernel slot (so nested calls do not take
+// another one).
+thread_local bool holds_slot = false;
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int workers) : workers_(workers) {
-    for (int i = 0; i < workers; ++i) std::thread([this] { WorkerLoop(); }).detach();
+  explicit ThreadPool(int threads) : workers_(threads - 1), free_slots_(threads) {
+    for (int i = 0; i < workers_; ++i) std::thread([this] { WorkerLoop(); }).detach();
   }
 
   int workers() const { return workers_; }
 
-  // Offers `loop` to up to `helpers` idle workers.
+  // Offers `loop` to up to `helpers` workers, which join it when a slot is
+  // free.
   void Offer(const std::shared_ptr<Loop>& loop, int helpers) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int i = 0; i < helpers; ++i) queue_.push_back(loop);
     }
-    if (helpers == 1) {
-      wake_.notify_one();
-    } else {
-      wake_.notify_all();
+    wake_.notify_all();
+  }
+
+  // Blocks until a slot is free and takes it.
+  void AcquireSlot() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [this] { return free_slots_ > 0; });
+    --free_slots_;
+  }
+
+  void ReleaseSlot() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++free_slots_;
     }
+    wake_.notify_all();
   }
 
  private:
   void WorkerLoop() {
+    holds_slot = true;  // whenever it runs a body
     for (;;) {
       std::shared_ptr<Loop> loop;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this] { return !queue_.empty(); });
+        wake_.wait(lock, [this] { return !queue_.empty() && free_slots_ > 0; });
         loop = std::move(queue_.front());
         queue_.pop_front();
+        --free_slots_;
       }
       while (loop->RunOne()) {
       }
+      ReleaseSlot();
     }
   }
 
   const int workers_;
   std::mutex mutex_;
+  // Workers wait for offers and free slots, callers for free slots.
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Loop>> queue_;
+  int free_slots_;
 };
 
 int ConfiguredThreads() {
@@ -97,7 +118,7 @@ int ConfiguredThreads() {
 
 ThreadPool& Pool() {
   // Leaked on purpose: detached workers may still be waiting at exit.
-  static ThreadPool* pool = new ThreadPool(ConfiguredThreads() - 1);
+  static ThreadPool* pool = new ThreadPool(ConfiguredThreads());
   return *pool;
 }
 
@@ -110,6 +131,26 @@ void ParallelFor(int64_t count, int64_t min_chunk,
   if (count <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
   ThreadPool& pool = Pool();
+  if (count / min_chunk < 2) {
+    // Too little work to split: run it here. Small enough not to need a slot
+    // (taking one costs more than such a body).
+    body(0, count);
+    return;
+  }
+  if (!holds_slot) {
+    // An outermost call: wait for a core, run, give it back.
+    pool.AcquireSlot();
+    holds_slot = true;
+    struct Release {
+      ThreadPool& pool;
+      ~Release() {
+        holds_slot = false;
+        pool.ReleaseSlot();
+      }
+    } release{pool};
+    ParallelFor(count, min_chunk, body);
+    return;
+  }
   // A few chunks per thread even out uneven progress between threads.
   const int64_t chunks =
       std::min<int64_t>(count / min_chunk, 4 * static_cast<int64_t>(pool.workers() + 1));

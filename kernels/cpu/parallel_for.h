@@ -2,6 +2,15 @@
 #define DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
 
 // A small process-wide thread pool shared by every CPU kernel and device.
+//
+// The pool never oversubscribes the machine: kernel work runs only on threads
+// holding one of ParallelismLevel() slots. A thread calling ParallelFor from
+// outside any kernel waits for a free slot (so two CPU devices with two
+// batches in flight each run at most ParallelismLevel() kernel threads in
+// all, instead of one per caller plus the workers), and a worker joins a loop
+// only while a slot is free. Calls nested inside a body reuse the caller's
+// slot. A call with too little work for two chunks runs inline without a
+// slot: waiting for one would cost more than the work.
 
 #include <cstdint>
 
@@ -17,7 +26,9 @@ int ParallelismLevel();
 // each at least `min_chunk` long (except when count itself is smaller), using
 // the pool and the calling thread, and returns when all calls have returned.
 // Runs inline when there is not enough work for two chunks. Safe to call
-// from several threads at once and from inside a body.
+// from several threads at once and from inside a body. Chunks are claimed in
+// increasing order of `begin` (a body may wait on work of an earlier chunk,
+// which a running thread has already claimed).
 void ParallelFor(int64_t count, int64_t min_chunk,
                  absl::FunctionRef<void(int64_t begin, int64_t end)> body);
 

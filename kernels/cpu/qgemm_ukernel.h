@@ -24,15 +24,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
+
 namespace dmlserve {
 
 // Bytes of one quad of one 16-column strip of packed B.
 inline constexpr size_t kQGemmStripColumns = 16;
 inline constexpr size_t kQGemmQuadBytes = 4 * kQGemmStripColumns;
-
-// ISA levels, each a superset of the one before. DMLSERVE_CPU_ISA caps the
-// level used (see SelectedQGemmUkernel).
-enum class QGemmIsa : uint8_t { kGeneric = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512Vnni = 3 };
 
 // For i < rows and j < 16 * strips:
 //   c[i * ldc + j] (+)= sum over q < quads, r < 4 of
@@ -48,9 +46,9 @@ using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int 
 
 struct QGemmUkernel {
   const char* name;  // "generic", "avx2", "avxvnni", "avx512vnni"
-  QGemmIsa isa;
-  int mr;          // rows per call
-  int max_strips;  // 16-column strips per call
+  CpuIsa isa;        // the level it needs
+  int mr;            // rows per call
+  int max_strips;    // 16-column strips per call
   QGemmUkernelFn fn;
 };
 
@@ -63,10 +61,8 @@ const QGemmUkernel* Avx512VnniQGemmUkernel();
 // Every micro-kernel this CPU can run, the portable one first.
 std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
 
-// The fastest available micro-kernel at or below the level named by the
-// environment variable DMLSERVE_CPU_ISA ("generic", "avx2", "avxvnni",
-// "avx512vnni"; unset: no cap), read once per process. Tests and benchmarks
-// use it to force each path.
+// The fastest available micro-kernel at or below SelectedCpuIsa() (which
+// DMLSERVE_CPU_ISA caps; see cpu_features.h).
 const QGemmUkernel& SelectedQGemmUkernel();
 
 }  // namespace dmlserve

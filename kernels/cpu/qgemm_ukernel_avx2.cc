@@ -84,7 +84,7 @@ void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8
 namespace dmlserve {
 
 const QGemmUkernel* Avx2QGemmUkernel() {
-  static const QGemmUkernel kernel = {"avx2", QGemmIsa::kAvx2, kMr, 1, &Avx2Kernel};
+  static const QGemmUkernel kernel = {"avx2", CpuIsa::kAvx2, kMr, 1, &Avx2Kernel};
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") ? &kernel : nullptr;
 }

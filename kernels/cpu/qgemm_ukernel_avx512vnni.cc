@@ -138,7 +138,7 @@ void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, cons
 namespace dmlserve {
 
 const QGemmUkernel* Avx512VnniQGemmUkernel() {
-  static const QGemmUkernel kernel = {"avx512vnni", QGemmIsa::kAvx512Vnni, kMr, kMaxStrips,
+  static const QGemmUkernel kernel = {"avx512vnni", CpuIsa::kAvx512Vnni, kMr, kMaxStrips,
                                       &Avx512VnniKernel};
   __builtin_cpu_init();
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -69,7 +69,7 @@ void AvxVnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const i
 namespace dmlserve {
 
 const QGemmUkernel* AvxVnniQGemmUkernel() {
-  static const QGemmUkernel kernel = {"avxvnni", QGemmIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
+  static const QGemmUkernel kernel = {"avxvnni", CpuIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
   __builtin_cpu_init();
   const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
   return supported ? &kernel : nullptr;

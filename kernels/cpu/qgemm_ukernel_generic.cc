@@ -31,7 +31,7 @@ void GenericKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const i
   }
 }
 
-constexpr QGemmUkernel kGeneric = {"generic", QGemmIsa::kGeneric, kMr, 1, &GenericKernel};
+constexpr QGemmUkernel kGeneric = {"generic", CpuIsa::kGeneric, kMr, 1, &GenericKernel};
 
 }  // namespace
 

@@ -1,8 +1,5 @@
-// Which micro-kernel runs: the fastest the CPU supports, capped by
-// DMLSERVE_CPU_ISA.
+// Which micro-kernel runs: the fastest the selected ISA level allows.
 
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/qgemm_ukernel.h"
@@ -19,16 +16,12 @@ std::vector<const QGemmUkernel*> AvailableQGemmUkernels() {
 }
 
 const QGemmUkernel& SelectedQGemmUkernel() {
-  static const QGemmUkernel* const selected = [] {
-    const char* cap = std::getenv("DMLSERVE_CPU_ISA");
-    const QGemmUkernel* best = nullptr;
-    for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
-      best = kernel;
-      if (cap != nullptr && std::strcmp(cap, kernel->name) == 0) break;
-    }
-    return best;
-  }();
-  return *selected;
+  const CpuIsa level = SelectedCpuIsa();
+  const QGemmUkernel* best = GenericQGemmUkernel();
+  for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
+    if (kernel->isa <= level) best = kernel;
+  }
+  return *best;
 }
 
 }  // namespace dmlserve

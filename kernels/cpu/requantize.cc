@@ -118,9 +118,9 @@ void RequantizeRowAvx512(const int32_t* dots, const int32_t* column_zero_points,
 }  // namespace
 
 void ComputeMultipliers(float a_scale, float output_scale, const float* column_scales, size_t count,
-                        double* multipliers, QGemmIsa isa) {
+                        double* multipliers, CpuIsa isa) {
 #if DMLSERVE_X86
-  if (isa == QGemmIsa::kAvx512Vnni) {
+  if (isa == CpuIsa::kAvx512Vnni) {
     return ComputeMultipliersAvx512(a_scale, output_scale, column_scales, count, multipliers);
   }
 #endif
@@ -131,9 +131,9 @@ void ComputeMultipliers(float a_scale, float output_scale, const float* column_s
 
 void RequantizeRow(const int32_t* dots, const int32_t* column_zero_points,
                    const int32_t* column_corrections, const double* multipliers,
-                   const RowRequantization& row, size_t count, uint8_t* out, QGemmIsa isa) {
+                   const RowRequantization& row, size_t count, uint8_t* out, CpuIsa isa) {
 #if DMLSERVE_X86
-  if (isa == QGemmIsa::kAvx512Vnni) {
+  if (isa == CpuIsa::kAvx512Vnni) {
     return RequantizeRowAvx512(dots, column_zero_points, column_corrections, multipliers, row,
                                count, out);
   }

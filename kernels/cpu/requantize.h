@@ -23,7 +23,7 @@ struct RowRequantization {
 // multipliers[j] = (double(a_scale) * double(column_scales[j])) /
 // double(output_scale): the float64 reference's multiplier, bit for bit.
 void ComputeMultipliers(float a_scale, float output_scale, const float* column_scales, size_t count,
-                        double* multipliers, QGemmIsa isa);
+                        double* multipliers, CpuIsa isa);
 
 // For j < count:
 //   acc = dots[j] - column_zero_points[j] * row.row_sum
@@ -34,7 +34,7 @@ void ComputeMultipliers(float a_scale, float output_scale, const float* column_s
 // every `isa` (AVX-512 at kAvx512Vnni, else portable).
 void RequantizeRow(const int32_t* dots, const int32_t* column_zero_points,
                    const int32_t* column_corrections, const double* multipliers,
-                   const RowRequantization& row, size_t count, uint8_t* out, QGemmIsa isa);
+                   const RowRequantization& row, size_t count, uint8_t* out, CpuIsa isa);
 
 }  // namespace dmlserve
 

@@ -1,468 +1,295 @@
 #include "kernels/cpu/scan_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <numeric>
-#include <type_traits>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define DMLSERVE_X86 1
 #endif
 
-#include "kernels/cpu/float16.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/scan_simd.h"
 
 namespace dmlserve {
 namespace {
 
-// How an element type is stored and accumulated. Integers accumulate in
-// unsigned types of at least their width, so overflow wraps modulo 2^bits
-// (C++ signed overflow would be undefined); narrower results are truncated.
-template <typename StorageT, typename AccumulatorT>
-struct PlainElement {
-  using Storage = StorageT;
-  using Accumulator = AccumulatorT;
-  static Accumulator Load(Storage x) { return static_cast<Accumulator>(x); }
-  static Storage Store(Accumulator a) { return static_cast<Storage>(a); }
-};
+using scan_internal::Add;
+using scan_internal::Multiply;
+using scan_internal::ScanFns;
+using scan_internal::ScanKind;
 
-// FLOAT16 accumulates in float32; each written value is rounded to half.
-struct HalfElement {
-  using Storage = uint16_t;
-  using Accumulator = float;
-  static Accumulator Load(Storage x) { return HalfToFloat(x); }
-  static Storage Store(Accumulator a) { return FloatToHalf(a); }
-};
-
-struct Add {
-  template <typename T>
-  static T Apply(T x, T y) {
-    return x + y;
-  }
-  template <typename T>
-  static T Identity() {
-    return T(0);
-  }
-};
-
-struct Multiply {
-  template <typename T>
-  static T Apply(T x, T y) {
-    return x * y;
-  }
-  template <typename T>
-  static T Identity() {
-    return T(1);
-  }
-};
-
-#if DMLSERVE_X86
-// FLOAT16 scans with the F16C conversion instructions (8 lanes at a time),
-// which round to nearest even exactly like FloatToHalf.
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c")
-
-template <bool kAdd>
-inline __m256 Combine8(__m256 x, __m256 y) {
-  return kAdd ? _mm256_add_ps(x, y) : _mm256_mul_ps(x, y);
-}
-
-template <bool kAdd>
-inline float Combine1(float x, float y) {
-  return kAdd ? x + y : x * y;
-}
-
-inline float HalfToFloatF16c(uint16_t h) { return _cvtsh_ss(h); }
-inline uint16_t FloatToHalfF16c(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
-}
-
-template <bool kAdd, bool kExclusive>
-void HalfRowsF16c(const uint16_t* __restrict in, uint16_t* __restrict out, ptrdiff_t stride,
-                  int64_t rows, int64_t lanes, float* __restrict acc) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* x = in + r * stride;
-    uint16_t* y = out + r * stride;
-    int64_t l = 0;
-    for (; l + 8 <= lanes; l += 8) {
-      __m256 a = _mm256_loadu_ps(acc + l);
-      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + l)));
-      if (kExclusive) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + l),
-                         _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
-        a = Combine8<kAdd>(a, v);
-      } else {
-        a = Combine8<kAdd>(a, v);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + l),
-                         _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
-      }
-      _mm256_storeu_ps(acc + l, a);
-    }
-    for (; l < lanes; ++l) {
-      if (kExclusive) {
-        y[l] = FloatToHalfF16c(acc[l]);
-        acc[l] = Combine1<kAdd>(acc[l], HalfToFloatF16c(x[l]));
-      } else {
-        acc[l] = Combine1<kAdd>(acc[l], HalfToFloatF16c(x[l]));
-        y[l] = FloatToHalfF16c(acc[l]);
-      }
-    }
-  }
-}
-
-template <bool kAdd, bool kExclusive>
-void HalfLineF16c(const uint16_t* __restrict in, uint16_t* __restrict out, ptrdiff_t stride,
-                  int64_t rows, float* __restrict acc_ptr) {
-  float acc = *acc_ptr;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (kExclusive) {
-      out[r * stride] = FloatToHalfF16c(acc);
-      acc = Combine1<kAdd>(acc, HalfToFloatF16c(in[r * stride]));
-    } else {
-      acc = Combine1<kAdd>(acc, HalfToFloatF16c(in[r * stride]));
-      out[r * stride] = FloatToHalfF16c(acc);
-    }
-  }
-  *acc_ptr = acc;
-}
-
-// kLines independent lines (line q starts at in + q * line_stride) at once:
-// their dependency chains overlap.
-template <bool kAdd, bool kExclusive, int kLines>
-void HalfLinesF16c(const uint16_t* __restrict in, uint16_t* __restrict out, ptrdiff_t line_stride,
-                   ptrdiff_t stride, int64_t rows) {
-  float acc[kLines];
-  for (int q = 0; q < kLines; ++q) acc[q] = kAdd ? 0.0f : 1.0f;
-  for (int64_t r = 0; r < rows; ++r) {
-    // Loads before stores (see ScanKernel::Lines).
-    float x[kLines];
-    for (int q = 0; q < kLines; ++q) x[q] = HalfToFloatF16c(in[q * line_stride + r * stride]);
-    for (int q = 0; q < kLines; ++q) {
-      const ptrdiff_t index = q * line_stride + r * stride;
-      if (kExclusive) {
-        out[index] = FloatToHalfF16c(acc[q]);
-        acc[q] = Combine1<kAdd>(acc[q], x[q]);
-      } else {
-        acc[q] = Combine1<kAdd>(acc[q], x[q]);
-        out[index] = FloatToHalfF16c(acc[q]);
-      }
-    }
-  }
-}
-
-#pragma GCC pop_options
-
-bool HasF16c() {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  }();
-  return supported;
-}
-#else
-bool HasF16c() { return false; }
-#endif  // DMLSERVE_X86
-
-// Lines scanned together when the scan runs along the last axis.
-constexpr int kInterleavedLines = 8;
-// Whether kInterleavedLines lines `line_bytes` apart (and their outputs)
-// can be in L1 at once: with strides that are multiples of 4 KiB they all
-// map to the same set of the (8-way) L1 and evict one another, which is far
-// slower than scanning the lines one by one.
-bool LinesMapToDistinctSets(uint64_t line_bytes) {
-  constexpr uint64_t kLine = 64, kSets = 64;
-  if (line_bytes % kLine != 0) return true;
-  const uint64_t step = (line_bytes / kLine) % kSets;
-  return step != 0 && std::gcd(step, kSets) * kInterleavedLines <= kSets;
-}
-
-// Lanes (adjacent elements of the `inner` dimension) scanned together; their
-// accumulators stay in L1 while rows stream through.
-constexpr int64_t kLaneChunk = 512;
 // Below this many elements per task, handing work to another thread costs
 // more than it saves.
 constexpr int64_t kMinElementsPerTask = 1 << 16;
-// A scan split along its axis needs segments at least this long to be worth
-// the extra reduction pass.
-constexpr int64_t kMinSegment = 4096;
+// Accumulators of one lane chunk (strided axes): they stay in L1 while rows
+// stream through.
+constexpr int64_t kMaxLaneChunkBytes = 16 << 10;
+// Lane chunks are not split below this (shorter row segments defeat the
+// hardware prefetchers).
+constexpr int64_t kMinLaneChunkBytes = 1 << 10;
+// Pieces of a chained scan: reduced into L2, then scanned again from L2.
+constexpr int64_t kPieceBytes = 256 << 10;
+// Input plus output beyond this (about the L3) is written with
+// non-temporal stores: the output would not stay in cache anyway, and
+// streaming stores skip reading each output line before writing it.
+constexpr uint64_t kNonTemporalBytes = 24 << 20;
 
-template <typename E, typename Op, bool kExclusive>
-struct ScanKernel {
-  using S = typename E::Storage;
-  using A = typename E::Accumulator;
-
-  // Scans `rows` rows of `lanes` contiguous elements; row r starts at
-  // in + r * stride (stride is negative for DECREASING). `acc` carries in the
-  // running values and receives the final ones.
-  static void Rows(const S* __restrict in, S* __restrict out, ptrdiff_t stride, int64_t rows,
-                   int64_t lanes, A* __restrict acc) {
-#if DMLSERVE_X86
-    if constexpr (std::is_same_v<E, HalfElement>) {
-      if (HasF16c()) {
-        constexpr bool kAdd = std::is_same_v<Op, Add>;
-        if (lanes == 1) {
-          HalfLineF16c<kAdd, kExclusive>(in, out, stride, rows, acc);
-        } else {
-          HalfRowsF16c<kAdd, kExclusive>(in, out, stride, rows, lanes, acc);
-        }
-        return;
-      }
-    }
+const scan_internal::ScanTable& SelectedTable() {
+#if defined(__x86_64__) || defined(__i386__)
+  const CpuIsa isa = SelectedCpuIsa();
+  if (isa >= CpuIsa::kAvx512Vnni) return scan_internal::Avx512ScanTable();
+  if (isa >= CpuIsa::kAvx2) return scan_internal::Avx2ScanTable();
 #endif
-    if (lanes == 1) {
-      Line(in, out, stride, rows, acc);
-      return;
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const S* __restrict x = in + r * stride;
-      S* __restrict y = out + r * stride;
-      for (int64_t l = 0; l < lanes; ++l) {
-        if constexpr (kExclusive) {
-          y[l] = E::Store(acc[l]);
-          acc[l] = Op::Apply(acc[l], E::Load(x[l]));
-        } else {
-          acc[l] = Op::Apply(acc[l], E::Load(x[l]));
-          y[l] = E::Store(acc[l]);
-        }
-      }
-    }
-  }
+  return scan_internal::GenericScanTable();
+}
 
-  // One lane: a sequential scan along a strided line.
-  static void Line(const S* __restrict in, S* __restrict out, ptrdiff_t stride, int64_t rows,
-                   A* __restrict acc_ptr) {
-    A acc = *acc_ptr;
-    if (stride == 1) {
-      for (int64_t r = 0; r < rows; ++r) {
-        if constexpr (kExclusive) {
-          out[r] = E::Store(acc);
-          acc = Op::Apply(acc, E::Load(in[r]));
-        } else {
-          acc = Op::Apply(acc, E::Load(in[r]));
-          out[r] = E::Store(acc);
-        }
-      }
+// Spins until `flag` is set; yields when the wait is long (the thread that
+// will set it may have been preempted on a busy machine).
+void WaitFor(const std::atomic<bool>& flag) {
+  for (int spin = 0; !flag.load(std::memory_order_acquire); ++spin) {
+    if (spin < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#endif
     } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        if constexpr (kExclusive) {
-          out[r * stride] = E::Store(acc);
-          acc = Op::Apply(acc, E::Load(in[r * stride]));
-        } else {
-          acc = Op::Apply(acc, E::Load(in[r * stride]));
-          out[r * stride] = E::Store(acc);
-        }
-      }
+      std::this_thread::yield();
     }
-    *acc_ptr = acc;
+  }
+}
+
+// The scan of one element kind, planned over the input viewed as
+// [outer, axis, inner]:
+//   - inner == 1 (the last axis, or only size-1 dimensions after it): each
+//     line is contiguous; `line` scans it with an in-register prefix.
+//   - inner > 1: rows of `inner` contiguous elements; `rows` scans lane
+//     chunks of them with vectors across lanes.
+// Independent lines or lane chunks are spread over the threads. When there
+// are too few of them for the threads, each is cut into pieces along the
+// axis that are chained: a piece's thread reduces it (reading it into its
+// L2), waits for the previous piece's running value, publishes its own and
+// then scans the piece from L2. Memory is read once and written once, and
+// the result does not depend on which thread ran which piece.
+template <typename A, typename Op, bool kExclusive>
+class ScanPlan {
+ public:
+  ScanPlan(const ScanOperation& op, const uint8_t* in, uint8_t* out, size_t element_bytes,
+           const ScanFns& fns)
+      : in_(in),
+        out_(out),
+        element_bytes_(element_bytes),
+        fns_(fns),
+        outer_(static_cast<int64_t>(op.outer)),
+        axis_(static_cast<int64_t>(op.axis_size)),
+        inner_(static_cast<int64_t>(op.inner)),
+        decreasing_(op.direction == AxisDirection::kDecreasing),
+        threads_(ParallelismLevel()) {
+    const uint64_t total = uint64_t(outer_) * axis_ * inner_;
+    nt_ = 2 * total * element_bytes >= kNonTemporalBytes;
   }
 
-  // kInterleavedLines whole lines (line q starts at in + q * line_stride),
-  // scanned together so that their dependency chains overlap.
-  static void Lines(const S* __restrict in, S* __restrict out, ptrdiff_t line_stride,
-                    ptrdiff_t stride, int64_t rows) {
-#if DMLSERVE_X86
-    if constexpr (std::is_same_v<E, HalfElement>) {
-      if (HasF16c()) {
-        HalfLinesF16c<std::is_same_v<Op, Add>, kExclusive, kInterleavedLines>(in, out, line_stride,
-                                                                              stride, rows);
-        return;
-      }
-    }
-#endif
-    A acc[kInterleavedLines];
-    for (A& a : acc) a = Op::template Identity<A>();
-    for (int64_t r = 0; r < rows; ++r) {
-      // All loads of a row before its stores: with line strides that are
-      // multiples of 4 KiB, a store followed by a load of another line would
-      // falsely alias (same address bits 0-11) and stall.
-      A x[kInterleavedLines];
-      for (int q = 0; q < kInterleavedLines; ++q) x[q] = E::Load(in[q * line_stride + r * stride]);
-      for (int q = 0; q < kInterleavedLines; ++q) {
-        const ptrdiff_t index = q * line_stride + r * stride;
-        if constexpr (kExclusive) {
-          out[index] = E::Store(acc[q]);
-          acc[q] = Op::Apply(acc[q], x[q]);
-        } else {
-          acc[q] = Op::Apply(acc[q], x[q]);
-          out[index] = E::Store(acc[q]);
-        }
-      }
+  void Run() {
+    if (inner_ == 1) {
+      RunLines();
+    } else {
+      RunRows();
     }
   }
 
-  // Folds `rows` rows into `acc` without writing anything.
-  static void Reduce(const S* __restrict in, ptrdiff_t stride, int64_t rows, int64_t lanes,
-                     A* __restrict acc) {
-    if (lanes == 1) {
-      // Independent partial results (a reassociation the spec allows for
-      // floats; exact for wrapping integers) keep the adder pipeline full.
-      constexpr int kPartials = 8;
-      A partial[kPartials];
-      for (A& p : partial) p = Op::template Identity<A>();
-      int64_t r = 0;
-      for (; r + kPartials <= rows; r += kPartials) {
-        for (int j = 0; j < kPartials; ++j) {
-          partial[j] = Op::Apply(partial[j], E::Load(in[(r + j) * stride]));
-        }
-      }
-      for (; r < rows; ++r) partial[0] = Op::Apply(partial[0], E::Load(in[r * stride]));
-      A total = acc[0];
-      for (const A& p : partial) total = Op::Apply(total, p);
-      acc[0] = total;
+ private:
+  static A Identity() { return Op::template Identity<A>(); }
+  int64_t total() const { return outer_ * axis_ * inner_; }
+  const uint8_t* In(int64_t element) const { return in_ + element * element_bytes_; }
+  uint8_t* Out(int64_t element) const { return out_ + element * element_bytes_; }
+
+  // Whether `units` independent units leave threads idle on a tensor big
+  // enough to be worth chaining pieces along the axis.
+  bool ShouldChain(int64_t units, int64_t pieces) const {
+    return threads_ > 1 && units < 2 * threads_ && pieces >= 2 &&
+           total() >= 2 * kMinElementsPerTask;
+  }
+
+  void RunLines() {
+    const int64_t piece = std::max<int64_t>(1, kPieceBytes / element_bytes_);
+    const int64_t pieces = (axis_ + piece - 1) / piece;
+    if (ShouldChain(outer_, pieces)) {
+      RunChained(outer_, pieces, piece, 1);
       return;
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      const S* __restrict x = in + r * stride;
-      for (int64_t l = 0; l < lanes; ++l) acc[l] = Op::Apply(acc[l], E::Load(x[l]));
-    }
+    const int64_t min_lines = std::max<int64_t>(1, kMinElementsPerTask / axis_);
+    ParallelFor(outer_, min_lines, [&](int64_t begin, int64_t end) {
+      for (int64_t line = begin; line < end; ++line) {
+        A carry = Identity();
+        fns_.line(In(line * axis_), Out(line * axis_), axis_, decreasing_, &carry, nt_);
+      }
+      if (nt_) fns_.fence();
+    });
   }
 
-  // The input as units of work: each unit is one lane chunk of one outer
-  // slab, scanned along the whole axis (or one segment of it).
-  struct Layout {
-    const S* in;
-    S* out;
-    int64_t outer, axis, inner;
-    bool decreasing;
-    int64_t chunks_per_slab;
-
-    ptrdiff_t stride() const { return decreasing ? -inner : inner; }
-    int64_t units() const { return outer * chunks_per_slab; }
-    int64_t lanes(int64_t unit) const {
-      const int64_t first = (unit % chunks_per_slab) * kLaneChunk;
-      return std::min(kLaneChunk, inner - first);
+  void RunRows() {
+    // Halve the lane chunk while that gives the threads more units.
+    lane_chunk_ = std::min<int64_t>(inner_, kMaxLaneChunkBytes / sizeof(A));
+    const int64_t min_chunk = std::max<int64_t>(1, kMinLaneChunkBytes / element_bytes_);
+    while (outer_ * ChunksPerSlab() < 2 * threads_ && lane_chunk_ / 2 >= min_chunk) {
+      lane_chunk_ /= 2;
     }
-    // Offset of the element at scan position `position` of lane 0 of `unit`.
-    int64_t offset(int64_t unit, int64_t position) const {
-      const int64_t slab = unit / chunks_per_slab;
-      const int64_t first_lane = (unit % chunks_per_slab) * kLaneChunk;
-      const int64_t row = decreasing ? axis - 1 - position : position;
-      return (slab * axis + row) * inner + first_lane;
-    }
-  };
-
-  static void Run(const ScanOperation& op, const S* in, S* out) {
-    Layout layout{in,
-                  out,
-                  static_cast<int64_t>(op.outer),
-                  static_cast<int64_t>(op.axis_size),
-                  static_cast<int64_t>(op.inner),
-                  op.direction == AxisDirection::kDecreasing,
-                  0};
-    layout.chunks_per_slab = (layout.inner + kLaneChunk - 1) / kLaneChunk;
-    const int64_t units = layout.units();
-    const int64_t total = layout.outer * layout.axis * layout.inner;
-    const int64_t threads = ParallelismLevel();
-    const int64_t unit_elements = layout.axis * std::min(layout.inner, kLaneChunk);
-
-    // Too few independent lanes to keep every thread busy: split the axis.
-    const int64_t segments = std::min(threads, layout.axis / kMinSegment);
-    if (threads > 1 && total >= 2 * kMinElementsPerTask && units < threads && segments > 1) {
-      RunSegmented(layout, segments);
+    const int64_t units = outer_ * ChunksPerSlab();
+    const int64_t piece_rows =
+        std::max<int64_t>(1, kPieceBytes / (lane_chunk_ * static_cast<int64_t>(element_bytes_)));
+    const int64_t pieces = (axis_ + piece_rows - 1) / piece_rows;
+    if (ShouldChain(units, pieces)) {
+      RunChained(units, pieces, piece_rows, lane_chunk_);
       return;
     }
-    const int64_t min_units = std::max<int64_t>(1, kMinElementsPerTask / unit_elements);
+    const int64_t min_units = std::max<int64_t>(1, kMinElementsPerTask / (axis_ * lane_chunk_));
     ParallelFor(units, min_units, [&](int64_t begin, int64_t end) {
-      A acc[kLaneChunk];
-      if (layout.inner == 1 && LinesMapToDistinctSets(layout.axis * sizeof(S))) {
-        // Each unit is one whole line, and consecutive units are adjacent.
-        for (; begin + kInterleavedLines <= end; begin += kInterleavedLines) {
-          const int64_t offset = layout.offset(begin, 0);
-          Lines(in + offset, out + offset, layout.axis, layout.stride(), layout.axis);
-        }
-      }
+      std::vector<A> acc(lane_chunk_);
       for (int64_t unit = begin; unit < end; ++unit) {
-        const int64_t lanes = layout.lanes(unit);
-        std::fill(acc, acc + lanes, Op::template Identity<A>());
-        const int64_t offset = layout.offset(unit, 0);
-        Rows(in + offset, out + offset, layout.stride(), layout.axis, lanes, acc);
+        const int64_t lanes = Lanes(unit);
+        std::fill(acc.begin(), acc.begin() + lanes, Identity());
+        const int64_t first = RowElement(unit, 0);
+        fns_.rows(In(first), Out(first), Stride(), axis_, lanes, acc.data(), nt_);
       }
+      if (nt_) fns_.fence();
     });
   }
 
-  // Two passes: each segment's total, then every segment scanned starting
-  // from the combined totals of the segments before it.
-  static void RunSegmented(const Layout& layout, int64_t segments) {
-    const int64_t units = layout.units();
-    auto segment_begin = [&](int64_t s) { return s * layout.axis / segments; };
-    std::vector<A> carries(units * segments * kLaneChunk, Op::template Identity<A>());
-    auto carry = [&](int64_t unit, int64_t s) {
-      return carries.data() + (unit * segments + s) * kLaneChunk;
-    };
-    // carry(u, s + 1) first receives segment s's total.
-    ParallelFor(units * (segments - 1), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t unit = task / (segments - 1), s = task % (segments - 1);
-        const int64_t first = segment_begin(s);
-        Reduce(layout.in + layout.offset(unit, first), layout.stride(),
-               segment_begin(s + 1) - first, layout.lanes(unit), carry(unit, s + 1));
-      }
-    });
-    for (int64_t unit = 0; unit < units; ++unit) {
-      const int64_t lanes = layout.lanes(unit);
-      for (int64_t s = 2; s < segments; ++s) {
-        A* previous = carry(unit, s - 1);
-        A* current = carry(unit, s);
-        for (int64_t l = 0; l < lanes; ++l) current[l] = Op::Apply(previous[l], current[l]);
-      }
+  int64_t ChunksPerSlab() const { return (inner_ + lane_chunk_ - 1) / lane_chunk_; }
+  int64_t Lanes(int64_t unit) const {
+    return std::min(lane_chunk_, inner_ - (unit % ChunksPerSlab()) * lane_chunk_);
+  }
+  ptrdiff_t Stride() const { return decreasing_ ? -inner_ : inner_; }
+  // The element at scan position `position` of lane 0 of rows-mode `unit`.
+  int64_t RowElement(int64_t unit, int64_t position) const {
+    const int64_t slab = unit / ChunksPerSlab();
+    const int64_t first_lane = (unit % ChunksPerSlab()) * lane_chunk_;
+    const int64_t row = decreasing_ ? axis_ - 1 - position : position;
+    return (slab * axis_ + row) * inner_ + first_lane;
+  }
+
+  // Scan positions [begin, end) of `unit` (a line when lanes == 1 and
+  // inner == 1), from and into `carry`.
+  void ScanPiece(int64_t unit, int64_t begin, int64_t end, A* carry) const {
+    if (inner_ == 1) {
+      // Increasing: memory [begin, end); decreasing: [axis - end, axis - begin).
+      const int64_t first = unit * axis_ + (decreasing_ ? axis_ - end : begin);
+      fns_.line(In(first), Out(first), end - begin, decreasing_, carry, nt_);
+    } else {
+      const int64_t first = RowElement(unit, begin);
+      fns_.rows(In(first), Out(first), Stride(), end - begin, Lanes(unit), carry, nt_);
     }
-    ParallelFor(units * segments, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t unit = task / segments, s = task % segments;
-        const int64_t first = segment_begin(s);
-        const int64_t offset = layout.offset(unit, first);
-        Rows(layout.in + offset, layout.out + offset, layout.stride(), segment_begin(s + 1) - first,
-             layout.lanes(unit), carry(unit, s));
+  }
+
+  void ReducePiece(int64_t unit, int64_t begin, int64_t end, A* total) const {
+    if (inner_ == 1) {
+      const int64_t first = unit * axis_ + (decreasing_ ? axis_ - end : begin);
+      fns_.reduce_line(In(first), end - begin, total);
+    } else {
+      fns_.reduce_rows(In(RowElement(unit, begin)), Stride(), end - begin, Lanes(unit), total);
+    }
+  }
+
+  // `units` independent units (lines or lane chunks of `lanes` lanes at
+  // most), each cut into `pieces` pieces of `piece` scan positions. Tasks are
+  // claimed one at a time in order, so a task only waits for the previous
+  // piece of its unit, which a running thread has already claimed.
+  void RunChained(int64_t units, int64_t pieces, int64_t piece, int64_t lanes) {
+    const int64_t tasks = units * pieces;
+    std::vector<A> running(tasks * lanes);  // the value after each piece
+    std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[tasks]);
+    for (int64_t t = 0; t < tasks; ++t) ready[t].store(false, std::memory_order_relaxed);
+    std::atomic<int64_t> next{0};
+    ParallelFor(threads_, 1, [&](int64_t, int64_t) {
+      std::vector<A> carry(lanes), local(lanes);
+      for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;) {
+        const int64_t unit = t / pieces, s = t % pieces;
+        const int64_t begin = s * piece, end = std::min(axis_, begin + piece);
+        const int64_t n = inner_ == 1 ? 1 : Lanes(unit);
+        A* published = running.data() + t * lanes;
+        const bool last = s + 1 == pieces;
+        if (s == 0) {
+          std::fill(carry.begin(), carry.begin() + n, Identity());
+          ScanPiece(unit, begin, end, carry.data());
+          if (!last) {
+            std::copy(carry.begin(), carry.begin() + n, published);
+            ready[t].store(true, std::memory_order_release);
+          }
+          continue;
+        }
+        if (!last) {
+          // This piece's total while the previous one is still running.
+          std::fill(local.begin(), local.begin() + n, Identity());
+          ReducePiece(unit, begin, end, local.data());
+        }
+        WaitFor(ready[t - 1]);
+        const A* previous = running.data() + (t - 1) * lanes;
+        std::copy(previous, previous + n, carry.begin());
+        if (!last) {
+          for (int64_t l = 0; l < n; ++l) published[l] = Op::Apply(carry[l], local[l]);
+          ready[t].store(true, std::memory_order_release);
+        }
+        ScanPiece(unit, begin, end, carry.data());
       }
+      if (nt_) fns_.fence();
     });
   }
+
+  const uint8_t* const in_;
+  uint8_t* const out_;
+  const int64_t element_bytes_;
+  const ScanFns& fns_;
+  const int64_t outer_, axis_, inner_;
+  const bool decreasing_;
+  const int64_t threads_;
+  bool nt_ = false;
+  int64_t lane_chunk_ = 1;
 };
 
-template <typename E, typename Op>
-void RunTyped(const ScanOperation& op, Tensor& output) {
-  using S = typename E::Storage;
-  const S* in = op.input.data_as<S>();
-  S* out = output.mutable_data_as<S>();
+template <typename A, typename Op>
+void Run(const ScanOperation& op, Tensor& output, ScanKind kind) {
+  const ScanFns& fns = SelectedTable()[kind][op.exclusive ? 1 : 0];
+  const size_t element_bytes = DataTypeSize(op.input.data_type);
   if (op.exclusive) {
-    ScanKernel<E, Op, true>::Run(op, in, out);
+    ScanPlan<A, Op, true>(op, op.input.data(), output.mutable_data(), element_bytes, fns).Run();
   } else {
-    ScanKernel<E, Op, false>::Run(op, in, out);
+    ScanPlan<A, Op, false>(op, op.input.data(), output.mutable_data(), element_bytes, fns).Run();
   }
 }
 
 }  // namespace
 
 void ComputeScan(const ScanOperation& op, Tensor& output) {
+  using scan_internal::ScanKind;
   if (op.kind == OperatorKind::kCumulativeSummation) {
     switch (op.input.data_type) {
       case DataType::kFloat32:
-        return RunTyped<PlainElement<float, float>, Add>(op, output);
+        return Run<float, Add>(op, output, scan_internal::kF32Sum);
       case DataType::kFloat16:
-        return RunTyped<HalfElement, Add>(op, output);
+        return Run<float, Add>(op, output, scan_internal::kF16Sum);
       case DataType::kInt64:
-        return RunTyped<PlainElement<int64_t, uint64_t>, Add>(op, output);
-      case DataType::kInt32:
-        return RunTyped<PlainElement<int32_t, uint32_t>, Add>(op, output);
       case DataType::kUint64:
-        return RunTyped<PlainElement<uint64_t, uint64_t>, Add>(op, output);
+        return Run<uint64_t, Add>(op, output, scan_internal::kB64Sum);
+      case DataType::kInt32:
       case DataType::kUint32:
-        return RunTyped<PlainElement<uint32_t, uint32_t>, Add>(op, output);
+        return Run<uint32_t, Add>(op, output, scan_internal::kB32Sum);
       default:
         return;  // excluded by MakeScanOperation
     }
   }
   switch (op.input.data_type) {
     case DataType::kFloat32:
-      return RunTyped<PlainElement<float, float>, Multiply>(op, output);
+      return Run<float, Multiply>(op, output, scan_internal::kF32Product);
     case DataType::kFloat16:
-      return RunTyped<HalfElement, Multiply>(op, output);
+      return Run<float, Multiply>(op, output, scan_internal::kF16Product);
     case DataType::kUint32:
-      return RunTyped<PlainElement<uint32_t, uint32_t>, Multiply>(op, output);
+      return Run<uint32_t, Multiply>(op, output, scan_internal::kU32Product);
     case DataType::kUint16:
-      return RunTyped<PlainElement<uint16_t, uint32_t>, Multiply>(op, output);
+      return Run<uint32_t, Multiply>(op, output, scan_internal::kU16Product);
     default:
       return;  // excluded by MakeScanOperation
   }

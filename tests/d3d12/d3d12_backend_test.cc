@@ -182,7 +182,7 @@ TEST(D3D12DeviceTest, BatchFailuresFailTheItemsNotTheDevice) {
     WorkItem* item = &items[0];
     plan.finish = [item, input](std::vector<std::string>& outputs) {
       item->output = Tensor::Allocate(input.data_type, input.sizes);
-      *item->output.bytes = outputs[1];
+      item->output.bytes = Buffer::Adopt(outputs[1]);
       return absl::OkStatus();
     };
     return plan;
@@ -211,8 +211,8 @@ TEST(D3D12DeviceTest, BatchFailuresFailTheItemsNotTheDevice) {
   works.operation = &operation;
   ASSERT_TRUE(device.Execute(absl::MakeSpan(&works, 1)).ok());
   ASSERT_TRUE(works.status.ok()) << works.status;
-  std::vector<uint32_t> in = d3d12::testing::Words(*input.bytes);
-  std::vector<uint32_t> out = d3d12::testing::Words(*works.output.bytes);
+  std::vector<uint32_t> in = d3d12::testing::Words(input.bytes->view());
+  std::vector<uint32_t> out = d3d12::testing::Words(works.output.bytes->view());
   ASSERT_EQ(out.size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 2 * in[i]) << i;
 }

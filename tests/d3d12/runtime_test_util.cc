@@ -17,13 +17,12 @@ absl::StatusOr<AdapterInfo> SoftwareAdapter() {
       "no software D3D12 adapter (lavapipe): install mesa-vulkan-drivers and libvulkan1");
 }
 
-std::shared_ptr<const std::string> HostBytes(const std::vector<uint32_t>& values) {
-  auto bytes = std::make_shared<std::string>(values.size() * 4, '\0');
-  std::memcpy(bytes->data(), values.data(), bytes->size());
-  return bytes;
+std::shared_ptr<const Buffer> HostBytes(const std::vector<uint32_t>& values) {
+  return Buffer::Copy(
+      absl::string_view(reinterpret_cast<const char*>(values.data()), values.size() * 4));
 }
 
-std::vector<uint32_t> Words(const std::string& bytes) {
+std::vector<uint32_t> Words(absl::string_view bytes) {
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), words.size() * 4);
   return words;

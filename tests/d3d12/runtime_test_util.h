@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/d3d12/adapter_enumeration.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
 
@@ -19,8 +20,8 @@ namespace dmlserve::d3d12::testing {
 // Vulkan/lavapipe.
 absl::StatusOr<AdapterInfo> SoftwareAdapter();
 
-std::shared_ptr<const std::string> HostBytes(const std::vector<uint32_t>& values);
-std::vector<uint32_t> Words(const std::string& bytes);
+std::shared_ptr<const Buffer> HostBytes(const std::vector<uint32_t>& values);
+std::vector<uint32_t> Words(absl::string_view bytes);
 
 BufferSpec UploadBuffer(const std::vector<uint32_t>& values);
 BufferSpec ResidentBuffer(const std::string& key, const std::vector<uint32_t>& values);

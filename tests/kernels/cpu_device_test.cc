@@ -64,7 +64,7 @@ TEST(CpuDeviceTest, ItemWithoutOperationFailsAlone) {
 }
 
 // A matmul whose B is registered as `id` with `b_bytes` (K=3, N=2).
-Operation MatMulWithRegisteredB(const std::string& id, std::shared_ptr<std::string> b_bytes) {
+Operation MatMulWithRegisteredB(const std::string& id, std::shared_ptr<Buffer> b_bytes) {
   auto floats = [](float value) {
     Tensor tensor = Tensor::Allocate(DataType::kFloat32, {1, 1, 1, 1});
     std::memcpy(tensor.mutable_data(), &value, sizeof(value));
@@ -98,7 +98,7 @@ TEST(CpuDeviceTest, RegisteredBStaysPackedUntilEvicted) {
   const std::vector<std::unique_ptr<Device>> devices = CreateCpuDevices(2);
   Device& device = *devices[0];
   const Operation op = MatMulWithRegisteredB(
-      "weights", std::make_shared<std::string>("\x01\x02\x03\x04\x05\x06", 6));
+      "weights", Buffer::Copy(absl::string_view("\x01\x02\x03\x04\x05\x06", 6)));
   EXPECT_FALSE(device.IsResident("weights"));
   EXPECT_EQ(device.memory_bytes(), 0u);
   const Tensor first = ExecuteOne(device, op);
@@ -117,11 +117,11 @@ TEST(CpuDeviceTest, RegisteredBStaysPackedUntilEvicted) {
 // Evict) must not be served from the stale packed copy.
 TEST(CpuDeviceTest, ReusedRegisteredIdWithNewBytesIsRepacked) {
   CpuDevice device(0);
-  auto old_bytes = std::make_shared<std::string>("\x01\x02\x03\x04\x05\x06", 6);
+  auto old_bytes = Buffer::Copy(absl::string_view("\x01\x02\x03\x04\x05\x06", 6));
   const Operation old_op = MatMulWithRegisteredB("w", old_bytes);
   ExecuteOne(device, old_op);
   const Operation new_op =
-      MatMulWithRegisteredB("w", std::make_shared<std::string>("\x07\x00\xf9\x01\x02\x03", 6));
+      MatMulWithRegisteredB("w", Buffer::Copy(absl::string_view("\x07\x00\xf9\x01\x02\x03", 6)));
   const Tensor out = ExecuteOne(device, new_op);
   EXPECT_TRUE(reference::CheckExact(reference::Compute(new_op), out).ok())
       << reference::CheckExact(reference::Compute(new_op), out);

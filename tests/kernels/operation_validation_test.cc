@@ -43,7 +43,7 @@ TEST(ValidateTensorTest, AcceptsConsistentTensor) {
 
 TEST(ValidateTensorTest, ByteCountMustMatchSizes) {
   Tensor tensor = Zeros(DataType::kFloat32, {1, 1, 3, 4});
-  tensor.bytes->resize(44);
+  tensor.bytes = Buffer::Copy(tensor.bytes->view().substr(0, 44));
   const absl::Status status = ValidateTensor(tensor, "input", kNoLimit);
   ExpectInvalid(status, "input.data");
   EXPECT_EQ(status.message(), "input.data: 44 bytes, expected 48 for FLOAT32 sizes [1,1,3,4]");
@@ -78,7 +78,7 @@ TEST(ValidateTensorTest, SizesMustBePositive) {
   Tensor tensor;
   tensor.data_type = DataType::kFloat32;
   tensor.sizes = {2, 3, 0};
-  tensor.bytes = std::make_shared<std::string>();
+  tensor.bytes = Buffer::Zeroed(0);
   EXPECT_EQ(ValidateTensor(tensor, "input", kNoLimit).message(),
             "input.sizes[2]: 0, sizes must be positive");
 }
@@ -87,7 +87,7 @@ TEST(ValidateTensorTest, ElementCountOverflowIsRejected) {
   Tensor tensor;
   tensor.data_type = DataType::kUint8;
   tensor.sizes = {0xffffffffu, 0xffffffffu, 3};
-  tensor.bytes = std::make_shared<std::string>(16, '\0');
+  tensor.bytes = Buffer::Zeroed(16);
   ExpectInvalid(ValidateTensor(tensor, "input", kNoLimit), "input.sizes", "2^64");
 }
 
@@ -95,7 +95,7 @@ TEST(ValidateTensorTest, ByteCountOverflowIsRejected) {
   Tensor tensor;
   tensor.data_type = DataType::kInt64;
   tensor.sizes = {0xffffffffu, 0xffffffffu};  // fits as elements, not as bytes
-  tensor.bytes = std::make_shared<std::string>(16, '\0');
+  tensor.bytes = Buffer::Zeroed(16);
   ExpectInvalid(ValidateTensor(tensor, "input", kNoLimit), "input.sizes", "2^64 bytes");
 }
 
@@ -169,7 +169,7 @@ TEST(MakeScanOperationTest, UnsupportedTypeMessageListsTheSupportedOnes) {
 
 TEST(MakeScanOperationTest, InputIsValidated) {
   Tensor input = Zeros(DataType::kFloat32, {3});
-  input.bytes->resize(8);
+  input.bytes = Buffer::Copy(input.bytes->view().substr(0, 8));
   ExpectInvalid(MakeScanOperation(OperatorKind::kCumulativeSummation, input, 0,
                                   AxisDirection::kIncreasing, false)
                     .status(),
@@ -383,10 +383,10 @@ TEST(MakeQuantizedMatMulTest, OutputTypeComesFromTheZeroPoint) {
 
 TEST(MakeQuantizedMatMulTest, OperandsAreValidatedAsTensors) {
   QuantizedMatMulTensors t = Valid();
-  t.a.bytes->resize(5);
+  t.a.bytes = Buffer::Copy(t.a.bytes->view().substr(0, 5));
   ExpectInvalid(Make(std::move(t)), "a.data", "5 bytes, expected 12");
   t = Valid();
-  t.b_scale.bytes->resize(2);
+  t.b_scale.bytes = Buffer::Copy(t.b_scale.bytes->view().substr(0, 2));
   ExpectInvalid(Make(std::move(t)), "b_scale.data");
 }
 

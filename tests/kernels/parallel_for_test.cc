@@ -68,5 +68,27 @@ TEST(ParallelForTest, NestedAndConcurrentCallsComplete) {
   EXPECT_EQ(total.load(), 4 * 16 * 100);
 }
 
+// Kernels called from many threads at once (CPU devices with batches in
+// flight) share ParallelismLevel() slots: never more bodies run at a time.
+TEST(ParallelForTest, ConcurrentCallersNeverOversubscribe) {
+  std::atomic<int> active{0};
+  std::atomic<int> max_active{0};
+  auto body = [&](int64_t, int64_t) {
+    const int now = active.fetch_add(1) + 1;
+    int seen = max_active.load();
+    while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
+    }
+    for (int spin = 0; spin < 2000; ++spin) std::this_thread::yield();
+    active.fetch_sub(1);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3 * ParallelismLevel(); ++t) {
+    threads.emplace_back([&] { ParallelFor(64, 1, body); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_LE(max_active.load(), ParallelismLevel());
+  EXPECT_GE(max_active.load(), 1);
+}
+
 }  // namespace
 }  // namespace dmlserve

@@ -91,7 +91,7 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
         std::vector<int8_t> want(strips * stride, 1);
         std::vector<int32_t> want_sums(strips * 16, 3);
         PackBPanel(b, 0, quads, 0, strips, want.data(), stride, want_sums.data(),
-                   QGemmIsa::kGeneric);
+                   CpuIsa::kGeneric);
         // The portable packer against the definition.
         for (size_t kk = 0; kk < quads * 4; ++kk) {
           for (size_t j = 0; j < strips * 16; ++j) {
@@ -115,7 +115,7 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
           rows.push_back({source.data() + i, is_signed});
         }
         PackedA want_a;
-        PackA(rows, k, QGemmIsa::kGeneric, want_a);
+        PackA(rows, k, CpuIsa::kGeneric, want_a);
         EXPECT_EQ(want_a.data == source.data(), !is_signed && k % 4 == 0);
         for (const QGemmUkernel* kernel : SimdUkernels()) {
           PackedA got_a;

@@ -75,7 +75,7 @@ std::vector<QuantizedMatMulOperation> RequestsSharingB(int count, uint32_t k, ui
     }
     // A copy of B's bytes in some requests: fusion compares contents.
     t.b = b;
-    if (i % 2) t.b.bytes = std::make_shared<std::string>(*b.bytes);
+    if (i % 2) t.b.bytes = Buffer::Copy(b.bytes->view());
     t.b_scale = b_scale;
     t.b_zero_point = b_zero_point;
     const double typical_acc = 5500.0 * std::sqrt(static_cast<double>(k));

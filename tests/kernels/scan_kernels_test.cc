@@ -7,7 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/float16.h"
+#include "kernels/cpu/parallel_for.h"
 #include "tests/reference/random_operations.h"
 #include "tests/reference/reference.h"
 
@@ -200,6 +202,90 @@ TEST(ScanKernelsTest, SegmentedIntegerScanIsExact) {
     EXPECT_TRUE(status.ok()) << DataTypeName(type) << ": " << status;
   }
 }
+
+// Every instruction-set path this CPU has (generic C++, AVX2, AVX-512), forced
+// in turn, against the reference: every kind, type, axis, direction and
+// exclusivity on shapes whose lines and rows end in every vector tail
+// (1..15 leftover elements), plus the large-tensor paths (chained pieces
+// along the axis, non-temporal stores, decreasing). Integers exactly; floats
+// within the spec's tolerance.
+class ScanIsaTest : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > SupportedCpuIsa()) {
+      GTEST_SKIP() << CpuIsaName(GetParam()) << " is not supported by this CPU";
+    }
+    SetCpuIsaForTesting(GetParam());
+  }
+  void TearDown() override { SetCpuIsaForTesting(std::nullopt); }
+
+  static void Check(const ScanOperation& op) {
+    const absl::Status status = reference::CheckOutput(op, RunKernel(op));
+    EXPECT_TRUE(status.ok()) << CpuIsaName(GetParam()) << " " << reference::Describe(op) << ": "
+                             << status;
+  }
+};
+
+TEST_P(ScanIsaTest, EveryAxisTypeAndTailMatchesTheReference) {
+  reference::RandomOperationGenerator generator(21);
+  const std::vector<Shape> shapes = {{1},         {5},          {17},          {33},
+                                     {3, 70},     {4, 19, 5},   {2, 3, 1, 41}, {1, 130, 17},
+                                     {2, 47, 31}, {6, 1, 9, 24}};
+  for (OperatorKind kind : {OperatorKind::kCumulativeSummation, OperatorKind::kCumulativeProduct}) {
+    for (DataType type : SupportedDataTypes(kind)) {
+      for (const Shape& sizes : shapes) {
+        const Tensor input = generator.RandomTensor(kind, type, sizes);
+        for (uint32_t axis = 0; axis < sizes.size(); ++axis) {
+          for (AxisDirection direction : {AxisDirection::kIncreasing, AxisDirection::kDecreasing}) {
+            for (bool exclusive : {false, true}) {
+              Check(Scan(kind, input, axis, direction, exclusive));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ScanIsaTest, LargeTensorsChainPiecesAndStreamStores) {
+  ASSERT_GE(ParallelismLevel(), 2) << "CTest runs this with DMLSERVE_CPU_THREADS=4";
+  reference::RandomOperationGenerator generator(23);
+  struct Case {
+    OperatorKind kind;
+    DataType type;
+    Shape sizes;
+    uint32_t axis;
+  };
+  constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+  constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+  const std::vector<Case> cases = {
+      // One line longer than the cache: chained pieces, non-temporal stores.
+      {kSum, DataType::kFloat32, {(1 << 22) + 13}, 0},
+      {kSum, DataType::kInt64, {(1 << 21) + 7}, 0},
+      {kProduct, DataType::kUint16, {(1 << 23) + 3}, 0},
+      // Three long lines (fewer than the threads): chained per line.
+      {kSum, DataType::kFloat16, {3, (1 << 21) + 5}, 1},
+      // Rows: lane chunks across a wide inner dimension, streamed.
+      {kProduct, DataType::kUint32, {1025, 4099}, 0},
+      // Rows with few lanes and a long axis: chained pieces of rows.
+      {kSum, DataType::kUint32, {2, 300001, 5}, 1},
+      {kProduct, DataType::kFloat32, {1, 200003, 19}, 1},
+  };
+  for (const Case& c : cases) {
+    const Tensor input = generator.RandomTensor(c.kind, c.type, c.sizes);
+    for (bool exclusive : {false, true}) {
+      const AxisDirection direction =
+          exclusive ? AxisDirection::kDecreasing : AxisDirection::kIncreasing;
+      Check(Scan(c.kind, input, c.axis, direction, exclusive));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, ScanIsaTest,
+                         ::testing::Values(CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<CpuIsa>& info) {
+                           return std::string(CpuIsaName(info.param));
+                         });
 
 }  // namespace
 }  // namespace dmlserve

@@ -53,7 +53,7 @@ BufferSpec Host(BufferKind kind, const std::vector<uint32_t>& values, const std:
   BufferSpec spec;
   spec.kind = kind;
   spec.size_bytes = values.size() * 4;
-  auto bytes = std::make_shared<std::string>(spec.size_bytes, '\0');
+  std::shared_ptr<Buffer> bytes = Buffer::Uninitialized(spec.size_bytes);
   std::memcpy(bytes->data(), values.data(), spec.size_bytes);
   spec.host_bytes = bytes;
   spec.resident_key = key;

@@ -47,7 +47,7 @@ struct BufferSpec {
   uint64_t size_bytes = 0;  // multiple of 4
   // kUpload / kResident: the bytes to upload (size_bytes of them). Shared so
   // a planner can point at a request's tensor without copying.
-  std::shared_ptr<const std::string> host_bytes;
+  std::shared_ptr<const Buffer> host_bytes;
   uint64_t host_offset = 0;
   // kResident: identity of the derived form, e.g. "w1/qmm-b-packed".
   std::string resident_key;

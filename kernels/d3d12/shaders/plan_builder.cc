@@ -20,13 +20,13 @@ void SetGroupCount(Dispatch& dispatch, uint64_t group_count) {
   dispatch.constants[kConstGroupCount] = static_cast<uint32_t>(group_count);
 }
 
-BufferId PlanBuilder::AddUpload(std::shared_ptr<const std::string> bytes, uint64_t offset,
+BufferId PlanBuilder::AddUpload(std::shared_ptr<const Buffer> bytes, uint64_t offset,
                                 uint64_t size) {
   BufferSpec spec;
   spec.kind = BufferKind::kUpload;
   spec.size_bytes = RoundUpTo4(size);
   if (spec.size_bytes != size || offset + spec.size_bytes > bytes->size()) {
-    auto padded = std::make_shared<std::string>(spec.size_bytes, '\0');
+    std::shared_ptr<Buffer> padded = Buffer::Zeroed(spec.size_bytes);
     std::copy_n(bytes->data() + offset, size, padded->data());
     spec.host_bytes = std::move(padded);
     spec.host_offset = 0;
@@ -38,8 +38,7 @@ BufferId PlanBuilder::AddUpload(std::shared_ptr<const std::string> bytes, uint64
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
-BufferId PlanBuilder::AddResident(std::shared_ptr<const std::string> bytes,
-                                  std::string resident_key) {
+BufferId PlanBuilder::AddResident(std::shared_ptr<const Buffer> bytes, std::string resident_key) {
   const BufferId id = AddUpload(bytes, 0, bytes->size());
   buffers_[id].kind = BufferKind::kResident;
   buffers_[id].resident_key = std::move(resident_key);

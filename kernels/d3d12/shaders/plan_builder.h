@@ -34,10 +34,10 @@ void SetGroupCount(Dispatch& dispatch, uint64_t group_count);
 class PlanBuilder {
  public:
   // `bytes` [offset, offset + size) is uploaded; when `size` is not a
-  // multiple of 4 the bytes are copied into a zero-padded string.
-  BufferId AddUpload(std::shared_ptr<const std::string> bytes, uint64_t offset, uint64_t size);
+  // multiple of 4 the bytes are copied into a zero-padded buffer.
+  BufferId AddUpload(std::shared_ptr<const Buffer> bytes, uint64_t offset, uint64_t size);
   // A device-resident derived form of a registered tensor (see kResident).
-  BufferId AddResident(std::shared_ptr<const std::string> bytes, std::string resident_key);
+  BufferId AddResident(std::shared_ptr<const Buffer> bytes, std::string resident_key);
   BufferId AddDeviceBuffer(BufferKind kind, uint64_t size_bytes);
 
   void AddDispatch(int stage, Dispatch dispatch);

@@ -55,10 +55,10 @@ uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
 }
 
 // B [slices, K, N] -> per slice, N columns of K4 words with 4 consecutive k.
-std::shared_ptr<const std::string> PackB(const QuantizedMatMulOperation& op) {
+std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
   const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
   const uint32_t k4 = (op.k + 3) / 4;
-  auto packed = std::make_shared<std::string>(slices * op.n * k4 * 4, '\0');
+  std::shared_ptr<Buffer> packed = Buffer::Zeroed(slices * op.n * k4 * 4);
   const uint8_t* b = op.b.data();
   uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
   for (uint64_t s = 0; s < slices; ++s) {
@@ -82,8 +82,7 @@ class PackedWeightCache {
     return *cache;
   }
 
-  std::shared_ptr<const std::string> Find(const std::string& id,
-                                          const std::shared_ptr<std::string>& bytes) {
+  std::shared_ptr<const Buffer> Find(const std::string& id, const std::shared_ptr<Buffer>& bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->id == id && it->original == bytes) {
@@ -94,8 +93,8 @@ class PackedWeightCache {
     return nullptr;
   }
 
-  void Put(const std::string& id, std::shared_ptr<std::string> bytes,
-           std::shared_ptr<const std::string> packed, uint64_t limit) {
+  void Put(const std::string& id, std::shared_ptr<Buffer> bytes,
+           std::shared_ptr<const Buffer> packed, uint64_t limit) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t size = packed->size() + bytes->size();
     if (size > limit) return;
@@ -110,8 +109,8 @@ class PackedWeightCache {
  private:
   struct Entry {
     std::string id;
-    std::shared_ptr<std::string> original;
-    std::shared_ptr<const std::string> packed;
+    std::shared_ptr<Buffer> original;
+    std::shared_ptr<const Buffer> packed;
     uint64_t size;
   };
   std::mutex mutex_;
@@ -129,10 +128,10 @@ std::string GroupKey(const QuantizedMatMulOperation& op) {
       reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/", static_cast<int>(op.a.data_type), "/",
       static_cast<int>(op.b.data_type), "/", static_cast<int>(op.output_data_type), "/", op.k, "/",
       op.n, "/", op.b_batch, "/", op.b_channel, "/");
-  key.append(*op.b_scale.bytes);
+  absl::StrAppend(&key, op.b_scale.bytes->view());
   if (op.b_zero_point.present()) {
     absl::StrAppend(&key, "/z", static_cast<int>(op.b_zero_point.data_type), "/");
-    key.append(*op.b_zero_point.bytes);
+    absl::StrAppend(&key, op.b_zero_point.bytes->view());
   }
   return key;
 }
@@ -160,13 +159,13 @@ void AppendRowParams(const QuantizedMatMulOperation& op, uint64_t rows, std::str
   }
 }
 
-std::shared_ptr<const std::string> ColumnParams(const QuantizedMatMulOperation& op) {
-  auto out = std::make_shared<std::string>(uint64_t{op.n} * 8, '\0');
+std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
+  std::string out(uint64_t{op.n} * 8, '\0');
   for (uint32_t n = 0; n < op.n; ++n) {
-    StoreWord(*out, 2 * n, ScaleBitsAt(op.b_scale, n));
-    StoreWord(*out, 2 * n + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, n)));
+    StoreWord(out, 2 * n, ScaleBitsAt(op.b_scale, n));
+    StoreWord(out, 2 * n + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, n)));
   }
-  return out;
+  return Buffer::Adopt(std::move(out));
 }
 
 Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices) {
@@ -208,10 +207,10 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
   if (output >= outputs.size() || outputs[output].size() < (first_row + rows) * row_bytes) {
     return absl::InternalError("matmul output missing from the read-back buffers");
   }
-  auto bytes = std::make_shared<std::string>(rows * op.n, '\0');
+  std::shared_ptr<Buffer> bytes = Buffer::Uninitialized(rows * op.n);
   const char* src = outputs[output].data() + first_row * row_bytes;
   for (uint64_t r = 0; r < rows; ++r) {
-    std::memcpy(&(*bytes)[r * op.n], src + r * row_bytes, op.n);
+    std::memcpy(bytes->data() + r * op.n, src + r * row_bytes, op.n);
   }
   item->output.data_type = op.output_data_type;
   item->output.sizes = op.output_sizes;
@@ -237,19 +236,21 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   if (items.size() == 1 && first.k % 4 == 0) {
     a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
   } else {
-    auto stacked = std::make_shared<std::string>();
-    stacked->reserve(total_rows * k4 * 4);
+    std::string stacked;
+    stacked.reserve(total_rows * k4 * 4);
     for (WorkItem* item : items) {
-      AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, *stacked);
+      AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, stacked);
     }
-    a = builder.AddUpload(stacked, 0, stacked->size());
+    const uint64_t size = stacked.size();
+    a = builder.AddUpload(Buffer::Adopt(std::move(stacked)), 0, size);
   }
-  auto row_params = std::make_shared<std::string>();
+  std::string row_params;
   for (WorkItem* item : items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-    AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, *row_params);
+    AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, row_params);
   }
-  const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
+  const uint64_t row_params_size = row_params.size();
+  const BufferId rows = builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
   const uint64_t row_words = (first.n + 3) / 4;
   const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
   Dispatch d = GemmDispatch(first, total_rows, 1);
@@ -272,7 +273,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
   // Packed B: resident when registered (and the host repack cached).
-  std::shared_ptr<const std::string> packed;
+  std::shared_ptr<const Buffer> packed;
   const std::string& id = first.b.registered_id;
   if (!id.empty()) packed = PackedWeightCache::Get().Find(id, first.b.bytes);
   if (packed == nullptr) {
@@ -283,7 +284,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   }
   const BufferId b = id.empty() ? builder.AddUpload(packed, 0, packed->size())
                                 : builder.AddResident(packed, id + "/qmm-b-packed");
-  std::shared_ptr<const std::string> columns = ColumnParams(first);
+  std::shared_ptr<const Buffer> columns = ColumnParams(first);
   const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
 
   if (b_slices == 1) {
@@ -318,14 +319,17 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     if (op.k % 4 == 0) {
       a = builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
     } else {
-      auto rows_bytes = std::make_shared<std::string>();
-      AppendARows(op, k4, *rows_bytes);
-      a = builder.AddUpload(rows_bytes, 0, rows_bytes->size());
+      std::string rows_bytes;
+      AppendARows(op, k4, rows_bytes);
+      const uint64_t size = rows_bytes.size();
+      a = builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
     }
     const uint32_t slices = op.batch * op.channel;
-    auto row_params = std::make_shared<std::string>();
-    AppendRowParams(op, uint64_t{slices} * op.m, *row_params);
-    const BufferId rows = builder.AddUpload(row_params, 0, row_params->size());
+    std::string row_params;
+    AppendRowParams(op, uint64_t{slices} * op.m, row_params);
+    const uint64_t row_params_size = row_params.size();
+    const BufferId rows =
+        builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
     const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput,
                                                  uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
     Dispatch d = GemmDispatch(op, op.m, slices);

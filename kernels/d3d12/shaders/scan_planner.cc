@@ -177,7 +177,7 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     data.resize(bytes);
     item->output.data_type = op.input.data_type;
     item->output.sizes = op.input.sizes;
-    item->output.bytes = std::make_shared<std::string>(std::move(data));
+    item->output.bytes = Buffer::Adopt(std::move(data));
     item->output.registered_id.clear();
     return absl::OkStatus();
   });

@@ -1,0 +1,102 @@
+// CPU scan benchmarks: each case runs one scan per iteration on a CpuDevice,
+// output allocation included (as the server does it), and reports
+//   bytes_per_second   input + output bytes per second of wall-clock time;
+//   faults/iter        minor page faults per iteration (getrusage): 0 once
+//                      the buffer pool holds a block of the output's size;
+//   pool_in_use_MiB    pooled bytes handed out after the loop (the last
+//                      output, still held): a request's peak is its input
+//                      plus its output, nothing else.
+//
+//   dmlserve_bench --benchmark_filter=BM_CpuScan
+//   DMLSERVE_CPU_ISA=avx2 dmlserve_bench --benchmark_filter=BM_CpuScan  # another path
+
+#include <sys/resource.h>
+
+#include <vector>
+
+#include "bench/bench_operations.h"
+#include "benchmark/benchmark.h"
+#include "kernels/core/buffer_pool.h"
+#include "kernels/cpu/cpu_device.h"
+
+namespace dmlserve::bench {
+namespace {
+
+CpuDevice& Cpu() {
+  static CpuDevice* device = new CpuDevice(0);
+  return *device;
+}
+
+long MinorFaults() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+void BM_CpuScan(benchmark::State& state, OperatorKind kind, DataType type, Shape sizes,
+                uint32_t axis, AxisDirection direction = AxisDirection::kIncreasing,
+                bool exclusive = false) {
+  const std::vector<Operation> operations = {
+      MakeScan(kind, type, sizes, axis, direction, exclusive)};
+  const long faults_before = MinorFaults();
+  RunBatches(state, Cpu(), operations);
+  const long faults = MinorFaults() - faults_before;
+  state.counters["faults/iter"] =
+      benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+  state.counters["pool_in_use_MiB"] =
+      static_cast<double>(BufferPool::Get().stats().in_use_bytes) / (1 << 20);
+}
+
+// Wall-clock rates: the work runs on the pool's threads, not only the
+// benchmark's.
+#define DMLSERVE_SCAN_BENCHMARK(...) BENCHMARK_CAPTURE(BM_CpuScan, __VA_ARGS__)->UseRealTime()
+
+constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+constexpr DataType kF32 = DataType::kFloat32;
+constexpr AxisDirection kDown = AxisDirection::kDecreasing;
+
+// The cases compared side by side with ONNX Runtime (docs/benchmarks.md).
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1x1x1024x1024_axis3, kSum, kF32, {1, 1, 1024, 1024}, 3);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1x1x1024x1024_axis2, kSum, kF32, {1, 1, 1024, 1024}, 2);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_16M_axis0, kSum, kF32, {16777216}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i32_16M_axis0, kSum, DataType::kInt32, {16777216}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis1, kSum, kF32, {64, 64, 64, 64}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumprod_f32_64x64x64x64_axis1, kProduct, kF32, {64, 64, 64, 64}, 1);
+
+// Larger than the cache on every axis, other types and directions.
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis0, kSum, kF32, {64, 64, 64, 64}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis2, kSum, kF32, {64, 64, 64, 64}, 2);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis3, kSum, kF32, {64, 64, 64, 64}, 3);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis3_exclusive_decreasing, kSum, kF32,
+                        {64, 64, 64, 64}, 3, kDown, true);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_16M_axis0_exclusive_decreasing, kSum, kF32, {16777216}, 0, kDown,
+                        true);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4096x4096_axis0, kSum, kF32, {4096, 4096}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4194304x4_axis0, kSum, kF32, {4194304, 4}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f16_32M_axis0, kSum, DataType::kFloat16, {33554432}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f16_64x64x64x128_axis1, kSum, DataType::kFloat16, {64, 64, 64, 128},
+                        1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i64_8M_axis0, kSum, DataType::kInt64, {8388608}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i64_64x64x64x32_axis2, kSum, DataType::kInt64, {64, 64, 64, 32}, 2);
+DMLSERVE_SCAN_BENCHMARK(cumprod_u16_32M_axis0, kProduct, DataType::kUint16, {33554432}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumprod_u32_64x64x64x64_axis3, kProduct, DataType::kUint32,
+                        {64, 64, 64, 64}, 3);
+
+// Smaller shapes (in cache).
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x4096_axis1, kSum, kF32, {64, 4096}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x4000_axis1, kSum, kF32, {64, 4000}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x4096_axis0, kSum, kF32, {64, 4096}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4M_axis0, kSum, kF32, {1 << 22}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_8x4x16_axis1, kSum, kF32, {8, 4, 16}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4096x7_axis1, kSum, kF32, {4096, 7}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumprod_f32_64x4096_axis1, kProduct, kF32, {64, 4096}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumprod_f32_64x4096_axis0, kProduct, kF32, {64, 4096}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f16_64x4096_axis1, kSum, DataType::kFloat16, {64, 4096}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f16_64x4096_axis0, kSum, DataType::kFloat16, {64, 4096}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i64_64x4096_axis1, kSum, DataType::kInt64, {64, 4096}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i64_64x4096_axis0, kSum, DataType::kInt64, {64, 4096}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumprod_u16_64x4096_axis1, kProduct, DataType::kUint16, {64, 4096}, 1);
+
+}  // namespace
+}  // namespace dmlserve::bench

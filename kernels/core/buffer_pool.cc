@@ -1,0 +1,175 @@
+#include "kernels/core/buffer_pool.h"
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sys/mman.h>
+#endif
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace dmlserve {
+namespace {
+
+constexpr size_t kPageBytes = 4096;
+
+size_t RoundUp(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// The capacity of `size`'s size class: `size` rounded up to a quarter of its
+// power of two (and to whole pages), so blocks of one class are
+// interchangeable and a class wastes at most 25% of address space.
+size_t ClassCapacity(size_t size) {
+  size = RoundUp(size, kPageBytes);
+  size_t power = 1;
+  while (power * 2 <= size) power *= 2;
+  const size_t step = power >= 4 * kPageBytes ? power / 4 : kPageBytes;
+  return RoundUp(size, step);
+}
+
+#if defined(_WIN32)
+void* MapBlock(size_t capacity) {
+  void* p = VirtualAlloc(nullptr, capacity, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void UnmapBlock(void* data, size_t) { VirtualFree(data, 0, MEM_RELEASE); }
+#else
+void UnmapBlock(void* data, size_t capacity) { munmap(data, capacity); }
+
+void* MapBlock(size_t capacity) {
+  if (capacity < BufferPool::kHugePageBytes) {
+    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+  }
+  // Over-map by one huge page and trim, so the block starts on a huge-page
+  // boundary and the kernel can back it with 2 MiB pages.
+  const size_t span = capacity + BufferPool::kHugePageBytes;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = RoundUp(begin, BufferPool::kHugePageBytes);
+  if (aligned > begin) munmap(raw, aligned - begin);
+  const uintptr_t end = begin + span, block_end = aligned + capacity;
+  if (end > block_end) munmap(reinterpret_cast<void*>(block_end), end - block_end);
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(aligned), capacity, MADV_HUGEPAGE);  // advisory: may fail
+#endif
+  return reinterpret_cast<void*>(aligned);
+}
+#endif
+
+uint64_t ConfiguredCap() {
+  if (const char* value = std::getenv("DMLSERVE_BUFFER_POOL_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(value, &end, 10);
+    if (end != value && *end == '\0') return bytes;
+  }
+  return BufferPool::kDefaultCapBytes;
+}
+
+}  // namespace
+
+struct BufferPool::State {
+  mutable std::mutex mutex;
+  std::map<size_t, std::vector<void*>> free;  // by class capacity
+  BufferPoolStats stats;
+
+  // Unmaps cached blocks, largest first, until at most `keep` bytes remain.
+  void EvictTo(uint64_t keep) {
+    while (stats.cached_bytes > keep && !free.empty()) {
+      auto it = std::prev(free.end());
+      UnmapBlock(it->second.back(), it->first);
+      stats.cached_bytes -= it->first;
+      it->second.pop_back();
+      if (it->second.empty()) free.erase(it);
+    }
+  }
+};
+
+BufferPool& BufferPool::Get() {
+  static BufferPool* pool = new BufferPool(ConfiguredCap());
+  return *pool;
+}
+
+BufferPool::BufferPool(uint64_t cap_bytes) : state_(new State) {
+  state_->stats.cap_bytes = cap_bytes;
+}
+
+BufferPool::~BufferPool() {
+  Trim();
+  delete state_;
+}
+
+BufferPool::Block BufferPool::Acquire(size_t size) {
+  if (size < kMinPooledBytes) {
+    return Block{::operator new(size, std::align_val_t(kBlockAlignment)), size};
+  }
+  const size_t capacity = ClassCapacity(size);
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stats.in_use_bytes += capacity;
+    auto it = state_->free.find(capacity);
+    if (it != state_->free.end()) {
+      void* data = it->second.back();
+      it->second.pop_back();
+      if (it->second.empty()) state_->free.erase(it);
+      state_->stats.cached_bytes -= capacity;
+      ++state_->stats.hits;
+      return Block{data, capacity};
+    }
+    ++state_->stats.misses;
+  }
+  // Map outside the lock: it may take a while and needs no shared state.
+  try {
+    return Block{MapBlock(capacity), capacity};
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stats.in_use_bytes -= capacity;
+    throw;
+  }
+}
+
+void BufferPool::Release(Block block) {
+  if (block.data == nullptr) return;
+  if (block.capacity < kMinPooledBytes) {
+    ::operator delete(block.data, std::align_val_t(kBlockAlignment));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stats.in_use_bytes -= block.capacity;
+    if (state_->stats.cached_bytes + block.capacity <= state_->stats.cap_bytes) {
+      state_->free[block.capacity].push_back(block.data);
+      state_->stats.cached_bytes += block.capacity;
+      return;
+    }
+    ++state_->stats.unmapped;
+  }
+  UnmapBlock(block.data, block.capacity);
+}
+
+void BufferPool::SetCap(uint64_t cap_bytes) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->stats.cap_bytes = cap_bytes;
+  state_->EvictTo(cap_bytes);
+}
+
+void BufferPool::Trim() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->EvictTo(0);
+}
+
+BufferPoolStats BufferPool::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+}  // namespace dmlserve

@@ -1,0 +1,82 @@
+#include "kernels/cpu/cpu_features.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+
+namespace dmlserve {
+namespace {
+
+CpuIsa DetectCpuIsa() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the wider register
+  // state (XCR0), so a "supported" level is usable.
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))) {
+    return CpuIsa::kGeneric;
+  }
+  const bool avx_vnni = __builtin_cpu_supports("avxvnni");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512vnni")) {
+    return CpuIsa::kAvx512Vnni;
+  }
+  return avx_vnni ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
+#else
+  return CpuIsa::kGeneric;
+#endif
+}
+
+CpuIsa EnvironmentCpuIsa() {
+  const CpuIsa supported = SupportedCpuIsa();
+  if (const char* value = std::getenv("DMLSERVE_CPU_ISA")) {
+    if (std::optional<CpuIsa> isa = ParseCpuIsa(value)) return std::min(*isa, supported);
+  }
+  return supported;
+}
+
+// -1: not forced.
+std::atomic<int> forced_isa{-1};
+
+}  // namespace
+
+absl::string_view CpuIsaName(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kGeneric:
+      return "generic";
+    case CpuIsa::kAvx2:
+      return "avx2";
+    case CpuIsa::kAvxVnni:
+      return "avxvnni";
+    case CpuIsa::kAvx512Vnni:
+      return "avx512vnni";
+  }
+  return "generic";
+}
+
+std::optional<CpuIsa> ParseCpuIsa(absl::string_view name) {
+  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+    if (name == CpuIsaName(isa)) return isa;
+  }
+  return std::nullopt;
+}
+
+CpuIsa SupportedCpuIsa() {
+  static const CpuIsa isa = DetectCpuIsa();
+  return isa;
+}
+
+CpuIsa SelectedCpuIsa() {
+  const int forced = forced_isa.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<CpuIsa>(forced);
+  static const CpuIsa isa = EnvironmentCpuIsa();
+  return isa;
+}
+
+void SetCpuIsaForTesting(std::optional<CpuIsa> isa) {
+  forced_isa.store(isa ? static_cast<int>(std::min(*isa, SupportedCpuIsa())) : -1,
+                   std::memory_order_relaxed);
+}
+
+}  // namespace dmlserve
