@@ -29,8 +29,16 @@ int ParallelismLevel();
 // from several threads at once and from inside a body. Chunks are claimed in
 // increasing order of `begin` (a body may wait on work of an earlier chunk,
 // which a running thread has already claimed).
+//
+// At most `chunks_per_thread` chunks per thread are made: a few even out
+// uneven progress; callers with few, large, unequal units of work (a matrix
+// multiply's blocks) ask for one chunk per unit.
+//
+// Idle workers spin for a fraction of a millisecond before they sleep, so
+// back-to-back calls do not pay a thread wake-up each.
 void ParallelFor(int64_t count, int64_t min_chunk,
-                 absl::FunctionRef<void(int64_t begin, int64_t end)> body);
+                 absl::FunctionRef<void(int64_t begin, int64_t end)> body,
+                 int64_t chunks_per_thread = 4);
 
 }  // namespace dmlserve
 

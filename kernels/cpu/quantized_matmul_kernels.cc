@@ -235,17 +235,21 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     const size_t column_blocks = (n + column_block - 1) / column_block;
     const int64_t macs_per_task =
         static_cast<int64_t>(std::min(kRowBlock, panel_count) * std::min(column_block, n) * k);
-    ParallelFor(row_blocks * column_blocks,
-                std::max<int64_t>(1, kMinMacsPerTask / std::max<int64_t>(1, macs_per_task)),
-                [&](int64_t first, int64_t last) {
-                  for (int64_t task = first; task < last; ++task) {
-                    // Row blocks vary fastest: neighbouring tasks share B columns.
-                    const size_t row0 = (task % row_blocks) * kRowBlock;
-                    const size_t column0 = (task / row_blocks) * column_block;
-                    RunTask(kernel, a, row0, std::min(kRowBlock, panel_count - row0), b, column0,
-                            std::min(column_block, n - column0), depth_block, rows, panel0);
-                  }
-                });
+    ParallelFor(
+        row_blocks * column_blocks,
+        std::max<int64_t>(1, kMinMacsPerTask / std::max<int64_t>(1, macs_per_task)),
+        [&](int64_t first, int64_t last) {
+          for (int64_t task = first; task < last; ++task) {
+            // Row blocks vary fastest: neighbouring tasks share B columns.
+            const size_t row0 = (task % row_blocks) * kRowBlock;
+            const size_t column0 = (task / row_blocks) * column_block;
+            RunTask(kernel, a, row0, std::min(kRowBlock, panel_count - row0), b, column0,
+                    std::min(column_block, n - column0), depth_block, rows, panel0);
+          }
+        },
+        // Tasks are claimed one by one: a thread slowed down by
+        // something else on its core leaves more of them to the other.
+        row_blocks * column_blocks);
   }
 }
 
