@@ -53,6 +53,8 @@ void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t str
 // column's 4 depth values side by side within 128-bit lanes, and a 4x4
 // transpose of 128-bit lanes gathers each strip's 16 columns into one zmm.
 // Masked loads zero the columns past N, so edges need no scalar path.
+constexpr size_t kPrefetchRows = 128;
+
 void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
                       int8_t* out, size_t strip_stride, int32_t* column_sums) {
   const __m512i ones = _mm512_set1_epi8(1);
@@ -66,6 +68,16 @@ void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip
       const __mmask64 mask =
           valid_columns == 64 ? ~__mmask64{0} : ((__mmask64{1} << valid_columns) - 1);
       const __m512i flip = _mm512_maskz_mov_epi8(mask, flip_all);
+      // The rows of one step are N bytes apart, a pattern the hardware
+      // prefetchers follow too late: ask for the same columns kPrefetchRows
+      // rows ahead (a hint; past the end it is dropped).
+      if (k + kPrefetchRows < b.k && valid_columns > 0) {
+        for (size_t r = 0; r < 4; ++r) {
+          _mm_prefetch(
+              reinterpret_cast<const char*>(b.data + (k + kPrefetchRows + r) * b.n + column),
+              _MM_HINT_T0);
+        }
+      }
       __m512i rows[4];
       for (size_t r = 0; r < 4; ++r) {
         rows[r] = r < valid_rows
@@ -147,6 +159,7 @@ BColumns BColumns::Of(const QuantizedMatMulOperation& op) {
                        : int32_t{op.b_zero_point.data_as<uint8_t>()[index]};
     }
     columns.zero_points[j] = zero_point - shift;
+    columns.uniform_zero_point &= columns.zero_points[j] == columns.zero_points[0];
     std::memcpy(&columns.scales[j], op.b_scale.data_as<float>() + index, sizeof(float));
   }
   return columns;

@@ -47,6 +47,8 @@ struct BColumns {
   // zb' = b_zero_point (0 when absent) - (128 for UINT8 B, else 0), per
   // column.
   std::vector<int32_t> zero_points;
+  // Whether zb' is the same for every column (a per-tensor zero point).
+  bool uniform_zero_point = true;
   std::vector<float> scales;  // b_scale per column
 
   static BColumns Of(const QuantizedMatMulOperation& op);

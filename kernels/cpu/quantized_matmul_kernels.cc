@@ -87,7 +87,7 @@ class Scratch {
 };
 
 struct TaskScratch {
-  Scratch tile, b_panel, column_sums, corrections, multipliers;
+  Scratch tile, b_panel, column_sums, corrections, column_offsets, multipliers;
 };
 
 TaskScratch& ThreadScratch() {
@@ -102,15 +102,8 @@ std::vector<ARowSource> ARows(const std::vector<RowJob>& jobs, size_t first, siz
   return rows;
 }
 
-RowRequantization RequantizationOf(const RowJob& job, int32_t row_sum) {
-  RowRequantization row;
-  row.row_sum = row_sum;
-  row.zero_point = job.a_zero_point + (job.a_signed ? 128 : 0);
-  row.output_zero_point = job.output_zero_point;
-  row.low = job.low;
-  row.high = job.high;
-  return row;
-}
+// za' of a row: its zero point shifted like A' (see qgemm_ukernel.h).
+int32_t ShiftedZeroPoint(const RowJob& job) { return job.a_zero_point + (job.a_signed ? 128 : 0); }
 
 // B as one task sees it: either fully packed, or packed panel by panel from
 // the request's bytes (`packed` null).
@@ -179,19 +172,33 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     corrections = computed;
   }
   double* multipliers = scratch.multipliers.Get<double>(columns);
+  int32_t* column_offsets = scratch.column_offsets.Get<int32_t>(columns);
   const float* column_scales = b.columns->scales.data() + column0;
+  const bool uniform_zero_point = b.columns->uniform_zero_point;
   float a_scale = 0, output_scale = 0;
+  int32_t a_zero_point = 0;
   for (size_t i = 0; i < rows; ++i) {
     const RowJob& job = jobs[job0 + row0 + i];
-    // Per-tensor scales (the common case) give every row the same multipliers.
+    const int32_t row_sum = a.row_sums[row0 + i];
+    // Per-tensor scales and zero points (the common case) give every row the
+    // same multipliers and column offsets: computed once per task.
     if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {
       a_scale = job.a_scale;
       output_scale = job.output_scale;
       ComputeMultipliers(a_scale, output_scale, column_scales, columns, multipliers, kernel.isa);
     }
-    RequantizeRow(tile + i * ldc, zero_points, corrections, multipliers,
-                  RequantizationOf(job, a.row_sums[row0 + i]), columns, job.out + column0,
-                  kernel.isa);
+    if (i == 0 || !uniform_zero_point || ShiftedZeroPoint(job) != a_zero_point) {
+      a_zero_point = ShiftedZeroPoint(job);
+      ComputeColumnOffsets(a_zero_point, corrections, uniform_zero_point ? nullptr : zero_points,
+                           row_sum, columns, column_offsets);
+    }
+    const int32_t row_offset = uniform_zero_point
+                                   ? static_cast<int32_t>(static_cast<uint32_t>(zero_points[0]) *
+                                                          static_cast<uint32_t>(row_sum))
+                                   : 0;
+    RequantizeRow(tile + i * ldc, row_offset, column_offsets, multipliers,
+                  RowRequantization{job.output_zero_point, job.low, job.high}, columns,
+                  job.out + column0, kernel.isa);
   }
 }
 

@@ -14,11 +14,23 @@ namespace dmlserve {
 
 // One output row's parameters.
 struct RowRequantization {
-  int32_t row_sum;     // sum over k of A'[i][k]
-  int32_t zero_point;  // za' = a_zero_point (+ 128 for INT8 A)
   int32_t output_zero_point;
   int32_t low, high;  // the output type's range
 };
+
+// The int32 corrections of one row, split so that the common case (B's zero
+// point per tensor, one A zero point for all rows) costs one subtraction per
+// element:
+//   acc[j] = dots[j] - row_offset - column_offsets[j]
+// with row_offset = zb' * rowsum(A')[i] when zb' is the same for every column
+// (else 0), and
+//   column_offsets[j] = za'[i] * corrections[j] (+ zb'[j] * rowsum(A')[i]
+//                       when zb' varies by column),
+// all in wrapping int32 arithmetic. `column_zero_points` null means zb' is
+// uniform.
+void ComputeColumnOffsets(int32_t a_zero_point, const int32_t* corrections,
+                          const int32_t* column_zero_points, int32_t row_sum, size_t count,
+                          int32_t* column_offsets);
 
 // multipliers[j] = (double(a_scale) * double(column_scales[j])) /
 // double(output_scale): the float64 reference's multiplier, bit for bit.
@@ -26,15 +38,14 @@ void ComputeMultipliers(float a_scale, float output_scale, const float* column_s
                         double* multipliers, CpuIsa isa);
 
 // For j < count:
-//   acc = dots[j] - column_zero_points[j] * row.row_sum
-//         - row.zero_point * column_corrections[j]          (int32, wrapping)
+//   acc = dots[j] - row_offset - column_offsets[j]      (int32, wrapping)
 //   out[j] = clamp(round_half_even(acc * multipliers[j]) + output_zero_point,
 //                  low, high)
 // computed in float64 like the reference. The result is the same byte for
 // every `isa` (AVX-512 at kAvx512Vnni, else portable).
-void RequantizeRow(const int32_t* dots, const int32_t* column_zero_points,
-                   const int32_t* column_corrections, const double* multipliers,
-                   const RowRequantization& row, size_t count, uint8_t* out, CpuIsa isa);
+void RequantizeRow(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
+                   const double* multipliers, const RowRequantization& row, size_t count,
+                   uint8_t* out, CpuIsa isa);
 
 }  // namespace dmlserve
 
