@@ -319,7 +319,9 @@ function runGoogleBenchmark(binary, names, fullName, unit, work, minTime) {
     `--benchmark_min_time=${minTime}`,
   ], {encoding: 'utf8', maxBuffer: 64 << 20});
   if (result.status !== 0) return {error: `exit ${result.status}: ${result.stderr.trim().split('\n').pop()}`};
-  const report = JSON.parse(result.stdout);
+  // Google Benchmark writes non-finite counters (e.g. the stddev of a
+  // constant) as bare NaN/inf, which JSON does not allow.
+  const report = JSON.parse(result.stdout.replace(/:\s*-?(nan|NaN|inf|Infinity)\b/g, ': null'));
   const runs = report.benchmarks.filter((b) => b.run_name.replace(/\/(real_time|process_time|manual_time)$/, '') === fullName);
   // A case a benchmark skips with a message starting with "unsupported" is
   // n/a (what the library cannot compute), any other skip an error.

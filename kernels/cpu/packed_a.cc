@@ -67,32 +67,61 @@ int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, Cp
 
 }  // namespace
 
-void PackA(absl::Span<const ARowSource> rows, size_t k, CpuIsa isa, PackedA& packed) {
+bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k) {
+  if (rows.empty()) return false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].is_signed || rows[i].data != rows[0].data + i * k) return false;
+  }
+  return true;
+}
+
+int32_t SumBytes(const uint8_t* bytes, size_t count, CpuIsa isa) {
+  return PackRow(ARowSource{bytes, false}, count, count, nullptr, isa);
+}
+
+void PackA(absl::Span<const ARowSource> rows, size_t k, int mr, bool sums, CpuIsa isa,
+           PackedA& packed) {
+  const size_t count = rows.size();
+  const size_t padded = (k + 3) / 4 * 4;
   packed.k = k;
+  packed.tail = nullptr;
+  packed.tail_first = count;
+  const bool in_place = PacksAInPlace(rows, k);
   // Rows are not padded to dodge L1 set conflicts (as B's strips are): the
   // micro-kernel reads only one quad per row per step, and using a UINT8 A in
   // place measured faster than a padded copy.
-  packed.stride = (k + 3) / 4 * 4;
-  packed.row_sums.resize(rows.size());
-  bool in_place = packed.stride == k;
-  for (size_t i = 0; in_place && i < rows.size(); ++i) {
-    in_place = !rows[i].is_signed && rows[i].data == rows[0].data + i * k;
-  }
   uint8_t* out = nullptr;
   if (in_place) {
-    packed.data = rows.empty() ? nullptr : rows[0].data;
+    packed.stride = k;
+    packed.data = rows[0].data;
+    if (padded != k) {
+      // The last row's last quad would read up to 3 bytes past the request's
+      // bytes: its block gets a copy with room for them.
+      packed.tail_first = (count - 1) / mr * mr;
+      const size_t tail_rows = count - packed.tail_first;
+      packed.storage = AllocateAligned(tail_rows * k + 4);
+      uint8_t* tail = reinterpret_cast<uint8_t*>(packed.storage.get());
+      std::memcpy(tail, rows[packed.tail_first].data, tail_rows * k);
+      std::memset(tail + tail_rows * k, 0, 4);
+      packed.tail = tail;
+    }
   } else {
-    packed.storage = AllocateAligned(rows.size() * packed.stride);
+    packed.stride = padded;
+    packed.storage = AllocateAligned(std::max<size_t>(1, count * padded));
     out = reinterpret_cast<uint8_t*>(packed.storage.get());
     packed.data = out;
   }
-  ParallelFor(static_cast<int64_t>(rows.size()),
-              std::max<int64_t>(1, (1 << 18) / static_cast<int64_t>(packed.stride)),
+  if (in_place && !sums) {
+    packed.row_sums.clear();
+    return;
+  }
+  packed.row_sums.resize(count);
+  ParallelFor(static_cast<int64_t>(count),
+              std::max<int64_t>(1, (1 << 18) / static_cast<int64_t>(padded)),
               [&](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) {
-                  packed.row_sums[i] =
-                      PackRow(rows[i], k, packed.stride,
-                              out == nullptr ? nullptr : out + i * packed.stride, isa);
+                  packed.row_sums[i] = PackRow(rows[i], k, padded,
+                                               out == nullptr ? nullptr : out + i * padded, isa);
                 }
               });
 }

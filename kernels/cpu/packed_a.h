@@ -24,21 +24,44 @@ struct ARowSource {
 
 struct PackedA {
   size_t k = 0;
-  size_t stride = 0;              // bytes between rows: K rounded up to a quad
-  const uint8_t* data = nullptr;  // row i at data + i * stride
-  std::vector<int32_t> row_sums;  // sum over k of A'[i][k]
-  AlignedBytes storage;           // what `data` points into, unless in place
+  size_t stride = 0;  // bytes between rows
+  // sum over k of A'[i][k]; empty when PackA was asked not to compute them
+  // (the caller sums rows() itself, see SumBytes).
+  std::vector<int32_t> row_sums;
 
-  const uint8_t* row(size_t i) const { return data + i * stride; }
+  // Rows first .. first + mr - 1 (first a multiple of mr), at `stride`
+  // bytes from one another. A row's last quad may run past K into the next
+  // row's bytes: packed B is zero there, so they add nothing.
+  const uint8_t* rows(size_t first) const {
+    return first < tail_first ? data + first * stride : tail + (first - tail_first) * stride;
+  }
+
+  const uint8_t* data = nullptr;  // row i at data + i * stride (i < tail_first)
+  // The last block of mr rows when A is used in place but its last quad would
+  // read past the end of the request's bytes: a copy with room for it.
+  size_t tail_first = 0;
+  const uint8_t* tail = nullptr;
+  AlignedBytes storage;  // what `data` or `tail` point into, when copied
 };
 
-// Packs `rows` (K elements each). When they are UINT8, K is a multiple of 4
-// and they lie one after another in memory (one request's A slice), `data`
-// points at them in place and only the sums are computed; otherwise they are
-// copied (and shifted) into `storage`. Runs on the ParallelFor pool. `isa`
-// picks the implementation (AVX-512 at kAvx512Vnni, else portable); the
-// result is the same.
-void PackA(absl::Span<const ARowSource> rows, size_t k, CpuIsa isa, PackedA& packed);
+// Whether PackA uses `rows` in place: UINT8 rows one after another in memory.
+bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k);
+
+// Packs `rows` (K elements each) for a micro-kernel of `mr` rows. When they
+// are UINT8 and lie one after another in memory (one request's A slice),
+// they are used in place and only their sums are computed (plus a copy of
+// the last block of rows when K is not a multiple of 4); otherwise they are
+// copied (shifted for INT8, zero-padded to whole quads) into `storage`.
+// Runs on the ParallelFor pool. `isa` picks the implementation (AVX-512 at
+// kAvx512Vnni, else portable); the result is the same.
+// With `sums` false, rows used in place are not read at all (a copy still
+// gets its sums, for free) : a caller that reads each row only once anyway
+// sums it then, from cache, instead of reading A from memory twice.
+void PackA(absl::Span<const ARowSource> rows, size_t k, int mr, bool sums, CpuIsa isa,
+           PackedA& packed);
+
+// The sum of `count` bytes (rows of A' as PackedA::rows() gives them).
+int32_t SumBytes(const uint8_t* bytes, size_t count, CpuIsa isa);
 
 }  // namespace dmlserve
 

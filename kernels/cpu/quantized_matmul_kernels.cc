@@ -87,7 +87,7 @@ class Scratch {
 };
 
 struct TaskScratch {
-  Scratch tile, b_panel, column_sums, corrections, column_offsets, multipliers;
+  Scratch tile, b_panel, row_sums, column_sums, corrections, column_offsets, multipliers;
 };
 
 TaskScratch& ThreadScratch() {
@@ -125,12 +125,23 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   int32_t* tile = scratch.tile.Get<int32_t>(rows * ldc);
   const size_t strip0 = column0 / kQGemmStripColumns;
   const size_t block_quads = depth_block / 4;
+  // Row sums of A' not computed by PackA (see there) are summed here, whole
+  // rows in one sequential pass (which the prefetchers follow), leaving the
+  // task's rows in L2 for the micro-kernel.
+  int32_t* row_sums = nullptr;
+  if (a.row_sums.empty()) {
+    row_sums = scratch.row_sums.Get<int32_t>(rows);
+    for (size_t i = 0; i < rows; ++i) {
+      const size_t block = (row0 + i) / kernel.mr * kernel.mr;
+      row_sums[i] = SumBytes(a.rows(block) + (row0 + i - block) * a.stride, a.k, kernel.isa);
+    }
+  }
   int32_t* column_sums = nullptr;
   if (b.packed == nullptr) {
     column_sums = scratch.column_sums.Get<int32_t>(ldc);
     std::fill(column_sums, column_sums + ldc, 0);
   }
-  const size_t total_quads = a.stride / 4;
+  const size_t total_quads = (a.k + 3) / 4;
   for (size_t q0 = 0; q0 < total_quads; q0 += block_quads) {
     const size_t quads = std::min(block_quads, total_quads - q0);
     const int8_t* panel;
@@ -152,7 +163,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
       for (size_t block = 0; block < blocks; ++block) {
         const size_t first = block * kernel.mr;
         const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
-        kernel.fn(quads, a.row(row0 + first) + q0 * 4, a.stride, block_rows,
+        kernel.fn(quads, a.rows(row0 + first) + q0 * 4, a.stride, block_rows,
                   panel + s * strip_stride, strip_stride, group,
                   tile + first * ldc + s * kQGemmStripColumns, ldc, q0 > 0);
       }
@@ -179,7 +190,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   int32_t a_zero_point = 0;
   for (size_t i = 0; i < rows; ++i) {
     const RowJob& job = jobs[job0 + row0 + i];
-    const int32_t row_sum = a.row_sums[row0 + i];
+    const int32_t row_sum = row_sums != nullptr ? row_sums[i] : a.row_sums[row0 + i];
     // Per-tensor scales and zero points (the common case) give every row the
     // same multipliers and column offsets: computed once per task.
     if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {
@@ -232,12 +243,18 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
         std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
   }
   const size_t quads = (k + 3) / 4;
+  // A used in place needs no panels; a copy is made a panel at a time.
   const size_t panel_rows =
-      std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
+      PacksAInPlace(ARows(rows, 0, rows.size()), k)
+          ? rows.size()
+          : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
   PackedA a;
   for (size_t panel0 = 0; panel0 < rows.size(); panel0 += panel_rows) {
     const size_t panel_count = std::min(panel_rows, rows.size() - panel0);
-    PackA(ARows(rows, panel0, panel_count), k, kernel.isa, a);
+    // With a single column block, each row is read by one task only: that
+    // task sums it (from cache) rather than PackA (from memory).
+    const bool one_column_block = n <= column_block;
+    PackA(ARows(rows, panel0, panel_count), k, kernel.mr, !one_column_block, kernel.isa, a);
     const size_t row_blocks = (panel_count + kRowBlock - 1) / kRowBlock;
     const size_t column_blocks = (n + column_block - 1) / column_block;
     const int64_t macs_per_task =

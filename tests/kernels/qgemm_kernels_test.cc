@@ -114,16 +114,34 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
         for (size_t i = 0; i + k <= source.size() && rows.size() < 5; i += k) {
           rows.push_back({source.data() + i, is_signed});
         }
-        PackedA want_a;
-        PackA(rows, k, CpuIsa::kGeneric, want_a);
-        EXPECT_EQ(want_a.data == source.data(), !is_signed && k % 4 == 0);
-        for (const QGemmUkernel* kernel : SimdUkernels()) {
-          PackedA got_a;
-          PackA(rows, k, kernel->isa, got_a);
-          ASSERT_EQ(got_a.stride, want_a.stride);
-          EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel->name;
-          EXPECT_EQ(std::memcmp(got_a.data, want_a.data, rows.size() * got_a.stride), 0)
-              << kernel->name;
+        for (int mr : {1, 2, 6}) {
+          PackedA want_a;
+          PackA(rows, k, mr, /*sums=*/true, CpuIsa::kGeneric, want_a);
+          EXPECT_EQ(want_a.data == source.data(), !is_signed);
+          for (const QGemmUkernel* kernel : SimdUkernels()) {
+            PackedA got_a;
+            PackA(rows, k, mr, /*sums=*/true, kernel->isa, got_a);
+            ASSERT_EQ(got_a.stride, want_a.stride);
+            EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel->name;
+          }
+          // Every row reads back as A' through rows(), whole quads included:
+          // past K it is zero (a copy) or the next row's bytes (in place).
+          const size_t quads_bytes = (k + 3) / 4 * 4;
+          for (size_t i = 0; i < rows.size(); ++i) {
+            const uint8_t* row = want_a.rows(i / mr * mr) + (i % mr) * want_a.stride;
+            int32_t sum = 0;
+            for (size_t j = 0; j < k; ++j) {
+              const uint8_t expected = rows[i].data[j] ^ (is_signed ? 0x80 : 0);
+              ASSERT_EQ(row[j], expected) << "row " << i << " k=" << k << " mr=" << mr;
+              sum += expected;
+            }
+            EXPECT_EQ(want_a.row_sums[i], sum);
+            volatile uint8_t last = row[quads_bytes - 1];  // readable (ASan would tell)
+            (void)last;
+            if (is_signed) {
+              for (size_t j = k; j < quads_bytes; ++j) EXPECT_EQ(row[j], 0);
+            }
+          }
         }
       }
     }
