@@ -1,8 +1,13 @@
 #include "bench/bench_operations.h"
 
+#include <sys/resource.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -99,6 +104,39 @@ Tensor Filled(DataType type, const Shape& sizes, int value) {
 }
 
 }  // namespace
+
+namespace {
+
+long MinorPageFaults() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// A "Vm...:   123 kB" line of /proc/self/status, in MiB (0 if absent).
+double ProcStatusMib(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(status, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::atof(line.c_str() + prefix.size()) / 1024.0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+MemoryProbe::MemoryProbe() {
+  std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to VmRSS
+  resident_mib_ = ProcStatusMib("VmRSS");
+  faults_ = MinorPageFaults();
+}
+
+void MemoryProbe::Report(benchmark::State& state) const {
+  state.counters["faults/iter"] = benchmark::Counter(
+      static_cast<double>(MinorPageFaults() - faults_), benchmark::Counter::kAvgIterations);
+  state.counters["peak_extra_MiB"] = ProcStatusMib("VmHWM") - resident_mib_;
+}
 
 Operation MakeQGemm(const QGemmCase& c) {
   QuantizedMatMulTensors t;

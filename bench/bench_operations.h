@@ -40,6 +40,25 @@ struct QGemmCase {
 };
 Operation MakeQGemm(const QGemmCase& c);
 
+// Page faults and resident memory of the whole process around a benchmark's
+// loop: what a request costs in memory, measured rather than assumed.
+class MemoryProbe {
+ public:
+  // Records the resident size and the minor page fault count now, and resets
+  // the process's peak resident size (Linux: /proc/self/clear_refs).
+  MemoryProbe();
+
+  // Sets the counters "faults/iter" (minor page faults per iteration since
+  // construction: 0 when every call reuses memory that is already mapped)
+  // and "peak_extra_MiB" (the highest resident size since construction, less
+  // the resident size at construction).
+  void Report(benchmark::State& state) const;
+
+ private:
+  long faults_ = 0;
+  double resident_mib_ = 0;
+};
+
 // Runs `operations` as one batch per iteration on `device` and reports
 // bytes/s (OperationBytes), items/s (operations) and, when `multiply_adds` is
 // non-zero, the multiply-add rate as "MAC/s".

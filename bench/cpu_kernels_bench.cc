@@ -7,6 +7,7 @@
 
 #include "bench/bench_operations.h"
 #include "benchmark/benchmark.h"
+#include "kernels/core/buffer_pool.h"
 #include "kernels/cpu/cpu_device.h"
 
 namespace dmlserve::bench {
@@ -66,11 +67,21 @@ DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_small_8x64x64, 1, 8, 64, 64);
 // The cases compared with ONNX Runtime (bench/compare_onnxruntime.sh) under
 // the same names. One request per iteration on a CpuDevice, output allocation
 // included; registered B is packed once, before the measured iterations.
+//
+// peak_extra_MiB is the memory a call needs besides its operands: measured
+// from before the first (cold) call, with the buffer pool emptied, so it
+// includes the output, the packed B (kept for a registered B, pooled
+// otherwise) and scratch; faults/iter 0 shows that later calls reuse it all.
 void BM_CpuQGemm(benchmark::State& state, QGemmCase c) {
   const std::vector<Operation> operations = {MakeQGemm(c)};
+  Cpu().Evict("bench-weights");
+  BufferPool::Get().Trim();
+  const MemoryProbe probe;
   std::vector<WorkItem> warmup = {WorkItem{&operations[0], {}, {}}};
   (void)Cpu().Execute(absl::MakeSpan(warmup));
+  warmup.clear();
   RunBatches(state, Cpu(), operations);
+  probe.Report(state);
   state.counters["GOP/s"] =
       benchmark::Counter(2.0 * c.m * c.k * c.n * static_cast<double>(state.iterations()) * 1e-9,
                          benchmark::Counter::kIsRate);
@@ -84,7 +95,7 @@ QGemmCase Case(DataType a, DataType b, DataType out, uint32_t m, uint32_t k, uin
   return QGemmCase{a, b, out, m, k, n, per_column, registered_b};
 }
 
-#define DMLSERVE_QGEMM_BENCHMARK(name, ...)                    \
+#define DMLSERVE_QGEMM_BENCHMARK(name, ...) \
   DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__))->Unit(benchmark::kMillisecond)
 
 DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096, true);
