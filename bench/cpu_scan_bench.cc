@@ -83,6 +83,23 @@ DMLSERVE_SCAN_BENCHMARK(cumprod_u16_32M_axis0, kProduct, DataType::kUint16, {335
 DMLSERVE_SCAN_BENCHMARK(cumprod_u32_64x64x64x64_axis3, kProduct, DataType::kUint32,
                         {64, 64, 64, 64}, 3);
 
+// Narrow rows (inner extent below a vector, strided axis) and short
+// contiguous lines, 64 MiB of input each: several rows or lines per vector.
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4194304x4_axis0_exclusive_decreasing, kSum, kF32, {4194304, 4},
+                        0, kDown, true);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i32_2097152x8_axis0, kSum, DataType::kInt32, {2097152, 8}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_2396745x7_axis0, kSum, kF32, {2396745, 7}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_5592405x3_axis0, kSum, kF32, {5592405, 3}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumprod_f32_1398101x12_axis0, kProduct, kF32, {1398101, 12}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_16x262144x4_axis1, kSum, kF32, {16, 262144, 4}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f16_16777216x2_axis0, kSum, DataType::kFloat16, {16777216, 2}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i64_4194304x2_axis0, kSum, DataType::kInt64, {4194304, 2}, 0);
+DMLSERVE_SCAN_BENCHMARK(cumprod_u16_8388608x4_axis0_exclusive_decreasing, kProduct,
+                        DataType::kUint16, {8388608, 4}, 0, kDown, true);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_2396745x7_axis1, kSum, kF32, {2396745, 7}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_987166x17_axis1, kSum, kF32, {987166, 17}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_4194304x4_axis1, kSum, kF32, {4194304, 4}, 1);
+
 // Smaller shapes (in cache).
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x4096_axis1, kSum, kF32, {64, 4096}, 1);
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x4000_axis1, kSum, kF32, {64, 4000}, 1);

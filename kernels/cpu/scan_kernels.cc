@@ -69,6 +69,11 @@ void WaitFor(const std::atomic<bool>& flag) {
 //     line is contiguous; `line` scans it with an in-register prefix.
 //   - inner > 1: rows of `inner` contiguous elements; `rows` scans lane
 //     chunks of them with vectors across lanes.
+//   - narrow rows (1 < inner <= vector lanes) and short lines (inner == 1,
+//     axis < 2 vectors): a vector would hold less than one row or line, so
+//     `stream` scans the contiguous memory as `inner` interleaved lines,
+//     several rows or lines per vector (in-register prefix across rows,
+//     restarting at each line or slab start when those are short).
 // Independent lines or lane chunks are spread over the threads. When there
 // are too few of them for the threads, each is cut into pieces along the
 // axis that are chained: a piece's thread reduces it (reading it into its
@@ -94,7 +99,11 @@ class ScanPlan {
   }
 
   void Run() {
-    if (inner_ == 1) {
+    if (fns_.lanes > 1 && inner_ == 1 && axis_ < 2 * fns_.lanes && outer_ > 1) {
+      RunShortSegments();
+    } else if (fns_.lanes > 1 && inner_ > 1 && inner_ <= fns_.lanes) {
+      RunNarrowRows();
+    } else if (inner_ == 1) {
       RunLines();
     } else {
       RunRows();
@@ -126,6 +135,49 @@ class ScanPlan {
       for (int64_t line = begin; line < end; ++line) {
         A carry = Identity();
         fns_.line(In(line * axis_), Out(line * axis_), axis_, decreasing_, &carry, nt_);
+      }
+      if (nt_) fns_.fence();
+    });
+  }
+
+  // Many slabs of axis * inner <= a few vectors (short lines when inner is
+  // 1): whole slabs per task, one stream call over all of them.
+  void RunShortSegments() {
+    const int64_t segment = axis_ * inner_;
+    const int64_t min_slabs = std::max<int64_t>(1, kMinElementsPerTask / segment);
+    ParallelFor(outer_, min_slabs, [&](int64_t begin, int64_t end) {
+      std::vector<A> acc(inner_, Identity());  // restarted at every slab
+      fns_.stream(In(begin * segment), Out(begin * segment), (end - begin) * segment, inner_,
+                  segment, decreasing_, acc.data(), nt_);
+      if (nt_) fns_.fence();
+    });
+  }
+
+  // Rows narrower than a vector: each slab is one contiguous stream of
+  // `inner` interleaved lines. Few slabs are chained along the axis.
+  void RunNarrowRows() {
+    if (axis_ * inner_ <= 4 * fns_.lanes && outer_ > 1) {
+      RunShortSegments();
+      return;
+    }
+    narrow_ = true;
+    lane_chunk_ = inner_;
+    // Pieces of whole vectors, so that every piece's stores start aligned
+    // when the slab does.
+    const int64_t piece_rows = std::max<int64_t>(
+        fns_.lanes,
+        kPieceBytes / (inner_ * static_cast<int64_t>(element_bytes_)) / fns_.lanes * fns_.lanes);
+    const int64_t pieces = (axis_ + piece_rows - 1) / piece_rows;
+    if (ShouldChain(outer_, pieces)) {
+      RunChained(outer_, pieces, piece_rows, inner_);
+      return;
+    }
+    const int64_t min_slabs = std::max<int64_t>(1, kMinElementsPerTask / (axis_ * inner_));
+    ParallelFor(outer_, min_slabs, [&](int64_t begin, int64_t end) {
+      std::vector<A> acc(inner_);
+      for (int64_t slab = begin; slab < end; ++slab) {
+        std::fill(acc.begin(), acc.end(), Identity());
+        ScanPiece(slab, 0, axis_, acc.data());
       }
       if (nt_) fns_.fence();
     });
@@ -172,10 +224,20 @@ class ScanPlan {
     return (slab * axis_ + row) * inner_ + first_lane;
   }
 
+  // The lowest-addressed element of scan positions [begin, end) of narrow
+  // slab `slab` (decreasing: rows [axis - end, axis - begin)).
+  int64_t NarrowElement(int64_t slab, int64_t begin, int64_t end) const {
+    return (slab * axis_ + (decreasing_ ? axis_ - end : begin)) * inner_;
+  }
+
   // Scan positions [begin, end) of `unit` (a line when lanes == 1 and
   // inner == 1), from and into `carry`.
   void ScanPiece(int64_t unit, int64_t begin, int64_t end, A* carry) const {
-    if (inner_ == 1) {
+    if (narrow_) {
+      const int64_t first = NarrowElement(unit, begin, end);
+      fns_.stream(In(first), Out(first), (end - begin) * inner_, inner_, 0, decreasing_, carry,
+                  nt_);
+    } else if (inner_ == 1) {
       // Increasing: memory [begin, end); decreasing: [axis - end, axis - begin).
       const int64_t first = unit * axis_ + (decreasing_ ? axis_ - end : begin);
       fns_.line(In(first), Out(first), end - begin, decreasing_, carry, nt_);
@@ -186,7 +248,10 @@ class ScanPlan {
   }
 
   void ReducePiece(int64_t unit, int64_t begin, int64_t end, A* total) const {
-    if (inner_ == 1) {
+    if (narrow_) {
+      const int64_t first = NarrowElement(unit, begin, end);
+      fns_.stream(In(first), nullptr, (end - begin) * inner_, inner_, 0, decreasing_, total, false);
+    } else if (inner_ == 1) {
       const int64_t first = unit * axis_ + (decreasing_ ? axis_ - end : begin);
       fns_.reduce_line(In(first), end - begin, total);
     } else {
@@ -247,6 +312,7 @@ class ScanPlan {
   const bool decreasing_;
   const int64_t threads_;
   bool nt_ = false;
+  bool narrow_ = false;  // rows scanned by `stream`, one unit per slab
   int64_t lane_chunk_ = 1;
 };
 

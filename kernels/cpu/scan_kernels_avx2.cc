@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,6 +24,12 @@ __m256i ShiftUp32(__m256i v, __m256i fill) {
   return _mm256_blend_epi32(_mm256_permutevar8x32_epi32(v, index), fill, (1 << s) - 1);
 }
 
+// The lanes of a 32-bit lane mask whose bit j is set in `bits`, all ones.
+__m256i Mask32(uint32_t bits) {
+  const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), bit), bit);
+}
+
 template <typename A>
 struct Lanes;
 
@@ -30,6 +37,16 @@ template <>
 struct Lanes<float> {
   using V = __m256;
   static constexpr int kLanes = 8;
+  // Lane j: v[idx[j]] where lane j of m is all ones, else fill[j].
+  using Idx = __m256i;
+  using Mask = __m256i;
+  static Idx MakeIdx(const int* idx) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx));
+  }
+  static Mask MakeMask(uint32_t bits) { return Mask32(bits); }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm256_blendv_ps(fill, _mm256_permutevar8x32_ps(v, idx), _mm256_castsi256_ps(m));
+  }
   static V Set1(float a) { return _mm256_set1_ps(a); }
   static V LoadAcc(const float* p) { return _mm256_loadu_ps(p); }
   static void StoreAcc(float* p, V v) { _mm256_storeu_ps(p, v); }
@@ -64,6 +81,15 @@ template <>
 struct Lanes<uint32_t> {
   using V = __m256i;
   static constexpr int kLanes = 8;
+  using Idx = __m256i;
+  using Mask = __m256i;
+  static Idx MakeIdx(const int* idx) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx));
+  }
+  static Mask MakeMask(uint32_t bits) { return Mask32(bits); }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm256_blendv_epi8(fill, _mm256_permutevar8x32_epi32(v, idx), m);
+  }
   static V Set1(uint32_t a) { return _mm256_set1_epi32(static_cast<int>(a)); }
   static V LoadAcc(const uint32_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -94,6 +120,22 @@ template <>
 struct Lanes<uint64_t> {
   using V = __m256i;
   static constexpr int kLanes = 4;
+  // 64-bit lanes move as pairs of 32-bit lanes (AVX2 has no variable
+  // 64-bit permutation).
+  using Idx = __m256i;
+  using Mask = __m256i;
+  static Idx MakeIdx(const int* idx) {
+    return _mm256_setr_epi32(2 * idx[0], 2 * idx[0] + 1, 2 * idx[1], 2 * idx[1] + 1, 2 * idx[2],
+                             2 * idx[2] + 1, 2 * idx[3], 2 * idx[3] + 1);
+  }
+  static Mask MakeMask(uint32_t bits) {
+    uint32_t pairs = 0;
+    for (int j = 0; j < 4; ++j) pairs |= ((bits >> j) & 1u) * (3u << (2 * j));
+    return Mask32(pairs);
+  }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm256_blendv_epi8(fill, _mm256_permutevar8x32_epi32(v, idx), m);
+  }
   static V Set1(uint64_t a) { return _mm256_set1_epi64x(static_cast<long long>(a)); }
   static V LoadAcc(const uint64_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));

@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,6 +24,14 @@ template <>
 struct Lanes<float> {
   using V = __m512;
   static constexpr int kLanes = 16;
+  // Lane j: v[idx[j]] where bit j of m is set, else fill[j].
+  using Idx = __m512i;
+  using Mask = __mmask16;
+  static Idx MakeIdx(const int* idx) { return _mm512_loadu_si512(idx); }
+  static Mask MakeMask(uint32_t bits) { return static_cast<Mask>(bits); }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm512_mask_permutexvar_ps(fill, m, idx, v);
+  }
   static V Set1(float a) { return _mm512_set1_ps(a); }
   static V LoadAcc(const float* p) { return _mm512_loadu_ps(p); }
   static void StoreAcc(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -47,6 +56,13 @@ template <>
 struct Lanes<uint32_t> {
   using V = __m512i;
   static constexpr int kLanes = 16;
+  using Idx = __m512i;
+  using Mask = __mmask16;
+  static Idx MakeIdx(const int* idx) { return _mm512_loadu_si512(idx); }
+  static Mask MakeMask(uint32_t bits) { return static_cast<Mask>(bits); }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm512_mask_permutexvar_epi32(fill, m, idx, v);
+  }
   static V Set1(uint32_t a) { return _mm512_set1_epi32(static_cast<int>(a)); }
   static V LoadAcc(const uint32_t* p) { return _mm512_loadu_si512(p); }
   static void StoreAcc(uint32_t* p, V v) { _mm512_storeu_si512(p, v); }
@@ -74,6 +90,15 @@ template <>
 struct Lanes<uint64_t> {
   using V = __m512i;
   static constexpr int kLanes = 8;
+  using Idx = __m512i;
+  using Mask = __mmask8;
+  static Idx MakeIdx(const int* idx) {
+    return _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)));
+  }
+  static Mask MakeMask(uint32_t bits) { return static_cast<Mask>(bits); }
+  static V Select(V v, Idx idx, Mask m, V fill) {
+    return _mm512_mask_permutexvar_epi64(fill, m, idx, v);
+  }
   static V Set1(uint64_t a) { return _mm512_set1_epi64(static_cast<long long>(a)); }
   static V LoadAcc(const uint64_t* p) { return _mm512_loadu_si512(p); }
   static void StoreAcc(uint64_t* p, V v) { _mm512_storeu_si512(p, v); }

@@ -1,6 +1,7 @@
 // The portable scan loops: one lane, plain C++ (the compiler may still
 // vectorize the row loops for its baseline target).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -15,6 +16,11 @@ template <typename A>
 struct Lanes {
   using V = A;
   static constexpr int kLanes = 1;
+  using Idx = int;
+  using Mask = bool;
+  static Idx MakeIdx(const int* idx) { return *idx; }
+  static Mask MakeMask(uint32_t bits) { return (bits & 1u) != 0; }
+  static V Select(V v, Idx, Mask m, V fill) { return m ? v : fill; }
   static V Set1(A a) { return a; }
   static V LoadAcc(const A* p) { return *p; }
   static void StoreAcc(A* p, V v) { *p = v; }

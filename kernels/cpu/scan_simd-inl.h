@@ -9,6 +9,9 @@
 //     template <int s> V ShiftUp(V v, V fill);  // lane j: v[j-s], or fill[j] for j < s
 //     V Reverse(V); V BroadcastLast(V); A Last(V);
 //     A Reduce(Op, V)                            // all lanes combined
+//     using Idx, Mask; Idx MakeIdx(const int*); Mask MakeMask(uint32_t bits);
+//     V Select(V v, Idx idx, Mask m, V fill)     // lane j: v[idx[j]] if bit j
+//                                                // of m, else fill[j]
 //   template <typename S, typename A> struct Mem;  // storage <-> accumulators
 //     static constexpr size_t kStoreBytes;       // one vector's storage
 //     V Load(const S*); void Store(S*, V);       // unaligned
@@ -199,7 +202,176 @@ struct ScanLoops {
     }
   }
 
-  static ScanFns Fns() { return ScanFns{&Line, &Rows, &ReduceLine, &ReduceRows, &Fence}; }
+  // Stream (scan_simd.h): interleaved lines of `stride` elements, restarting
+  // every `segment` elements. A vector holds kN consecutive elements of the
+  // stream, so element j of a vector follows element j - stride: an
+  // in-register prefix with shifts of stride, 2 * stride, 4 * stride, ...
+  // (masked so that nothing crosses a segment start), then each lane is
+  // combined with the running value of its line, which is lane
+  // kN - stride + j % stride of the previous vector's result whatever the
+  // vector's position. Only the masks depend on the position (in-segment
+  // offsets repeat every segment / gcd(segment, kN) vectors), so they are
+  // tabulated per phase; with no segment there is a single phase.
+  static constexpr int kLog = kN >= 16 ? 4 : kN >= 8 ? 3 : kN >= 4 ? 2 : kN >= 2 ? 1 : 0;
+  static constexpr int64_t kMaxSegment = 4 * kN;
+  using Idx = typename L::Idx;
+  using Mask = typename L::Mask;
+
+  struct Phase {
+    Mask shift[kLog > 0 ? kLog : 1];
+    Mask carry, exclusive;
+    int next;
+  };
+
+  struct StreamTables {
+    int shifts = 0;
+    Idx shift[kLog > 0 ? kLog : 1];
+    Idx carry, exclusive;
+    Phase phases[kMaxSegment];
+  };
+
+  // Tables for vectors starting at stream offset `first` (phases reachable
+  // from it only).
+  static void BuildTables(int64_t w, int64_t segment, int64_t first, StreamTables& t) {
+    int idx[kN];
+    for (int64_t s = w; s < kN; s *= 2) {
+      for (int j = 0; j < kN; ++j) idx[j] = j >= s ? static_cast<int>(j - s) : 0;
+      t.shift[t.shifts++] = L::MakeIdx(idx);
+    }
+    for (int j = 0; j < kN; ++j) idx[j] = static_cast<int>(kN - w + j % w);
+    t.carry = L::MakeIdx(idx);
+    for (int j = 0; j < kN; ++j) idx[j] = j >= w ? static_cast<int>(j - w) : 0;
+    t.exclusive = L::MakeIdx(idx);
+    const int64_t start = segment ? first % segment : 0;
+    for (int64_t phase = start;;) {
+      // Offset of lane j within its segment (no segment: unbounded).
+      auto pos = [&](int64_t j) { return segment ? (phase + j) % segment : INT64_MAX; };
+      Phase& p = t.phases[phase];
+      int k = 0;
+      for (int64_t s = w; s < kN; s *= 2, ++k) {
+        uint32_t bits = 0;
+        for (int64_t j = s; j < kN; ++j) bits |= uint32_t{pos(j) >= s} << j;
+        p.shift[k] = L::MakeMask(bits);
+      }
+      uint32_t carry = 0, exclusive = 0;
+      for (int64_t j = 0; j < kN; ++j) {
+        carry |= uint32_t{pos(j) >= w * (j / w + 1)} << j;
+        exclusive |= uint32_t{j >= w && pos(j) >= w} << j;
+      }
+      p.carry = L::MakeMask(carry);
+      p.exclusive = L::MakeMask(exclusive);
+      p.next = segment ? static_cast<int>((phase + kN) % segment) : 0;
+      if (p.next == start) break;
+      phase = p.next;
+    }
+  }
+
+  // Vectors at stream offsets [q, q + vectors * kN); `prev` is the previous
+  // vector's inclusive result.
+  template <bool kStore, bool kReverse, bool kNt>
+  static void StreamVectors(const S* in, S* out, int64_t n, int64_t q, int64_t vectors,
+                            const StreamTables& t, int phase, V& prev) {
+    const V id = VIdentity();
+    V last = prev;
+    for (int64_t v = 0; v < vectors; ++v, q += kN) {
+      const int64_t base = kReverse ? n - q - kN : q;
+      V x = M::Load(in + base);
+      if constexpr (kReverse) x = L::Reverse(x);
+      const Phase& p = t.phases[phase];
+      for (int k = 0; k < kLog && k < t.shifts; ++k) {
+        x = L::Apply(Op(), x, L::Select(x, t.shift[k], p.shift[k], id));
+      }
+      const V carry = L::Select(last, t.carry, p.carry, id);
+      last = L::Apply(Op(), carry, x);
+      if constexpr (kStore) {
+        V y = last;
+        if constexpr (kExclusive) y = L::Select(last, t.exclusive, p.exclusive, carry);
+        if constexpr (kReverse) y = L::Reverse(y);
+        if constexpr (kNt) {
+          M::StoreNt(out + base, y);
+        } else {
+          M::Store(out + base, y);
+        }
+      }
+      phase = p.next;
+    }
+    prev = last;
+  }
+
+  static void Stream(const void* in_v, void* out_v, int64_t n, int64_t w, int64_t segment,
+                     bool reverse, void* acc_v, bool nt) {
+    const S* in = static_cast<const S*>(in_v);
+    S* out = static_cast<S*>(out_v);
+    A* acc = static_cast<A*>(acc_v);
+    if (segment > kMaxSegment) {
+      // Longer segments have too many phases to tabulate: one at a time.
+      for (int64_t first = 0; first < n; first += segment) {
+        std::fill(acc, acc + w, Op::template Identity<A>());
+        Stream(in + first, out ? out + first : nullptr, segment, w, 0, reverse, acc, nt);
+      }
+      return;
+    }
+    // Memory index of stream offset q.
+    auto mem = [&](int64_t q) { return reverse ? n - 1 - q : q; };
+    auto step = [&](int64_t q) {
+      const int64_t m = mem(q);
+      A& a = acc[m % w];
+      if (segment != 0 && q % segment < w) a = Op::template Identity<A>();
+      if (out != nullptr) {
+        Step(in + m, out + m, a);
+      } else {
+        a = Op::Apply(a, M::LoadScalar(in[m]));
+      }
+    };
+    int64_t q = 0;
+    if (out == nullptr) nt = false;
+    if (nt) {
+      // Scalar head up to the first output vector aligned for streaming.
+      auto aligned = [&](int64_t q) { return Aligned(reverse ? out + (n - q) : out + q); };
+      for (; q < n && q < kN && !aligned(q); ++q) step(q);
+      nt = aligned(q);
+    }
+    const int64_t vectors = (n - q) / kN;
+    if (vectors > 0) {
+      StreamTables t;
+      BuildTables(w, segment, q, t);
+      // The running value of each line as the "previous vector": lane
+      // kN - w + j holds stream offset q - w + j.
+      A lanes[kN];
+      for (int64_t j = 0; j < kN; ++j) lanes[j] = Op::template Identity<A>();
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t m = mem(q - w + j);
+        lanes[kN - w + j] = acc[((m % w) + w) % w];
+      }
+      V prev = L::LoadAcc(lanes);
+      const int phase = segment ? static_cast<int>(q % segment) : 0;
+      if (out == nullptr) {
+        if (reverse) {
+          StreamVectors<false, true, false>(in, out, n, q, vectors, t, phase, prev);
+        } else {
+          StreamVectors<false, false, false>(in, out, n, q, vectors, t, phase, prev);
+        }
+      } else if (reverse) {
+        if (nt) {
+          StreamVectors<true, true, true>(in, out, n, q, vectors, t, phase, prev);
+        } else {
+          StreamVectors<true, true, false>(in, out, n, q, vectors, t, phase, prev);
+        }
+      } else if (nt) {
+        StreamVectors<true, false, true>(in, out, n, q, vectors, t, phase, prev);
+      } else {
+        StreamVectors<true, false, false>(in, out, n, q, vectors, t, phase, prev);
+      }
+      q += vectors * kN;
+      L::StoreAcc(lanes, prev);
+      for (int64_t j = 0; j < w; ++j) acc[mem(q - w + j) % w] = lanes[kN - w + j];
+    }
+    for (; q < n; ++q) step(q);
+  }
+
+  static ScanFns Fns() {
+    return ScanFns{&Line, &Rows, &ReduceLine, &ReduceRows, &Stream, &Fence, kN};
+  }
 };
 
 template <typename S, typename A, typename Op>

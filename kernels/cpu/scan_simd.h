@@ -19,6 +19,16 @@
 //                values there.
 //   reduce_line: combines n contiguous elements into *total.
 //   reduce_rows: combines rows into acc[0..lanes) like rows, writing nothing.
+//   stream:      scans `n` contiguous elements as `stride` interleaved lines
+//                (1 <= stride <= lanes; element i follows i - stride), in
+//                increasing addresses or, when `reverse`, decreasing ones;
+//                with `segment` (a multiple of stride dividing n; 0 for
+//                none) the lines restart every `segment` elements in scan
+//                order. `n` is a multiple of stride; acc[i % stride] holds
+//                the running value of the line of element i, in and out.
+//                Narrow rows (inner <= lanes) are stride = inner; short
+//                contiguous lines are stride 1, segment = their length.
+//                With out == nullptr it only combines into acc (a reduction).
 //   fence:       orders the non-temporal stores issued so far by this thread
 //                before its later stores (a thread calls it once when done,
 //                before it signals completion; once per line would drain
@@ -80,7 +90,10 @@ struct ScanFns {
                bool nt);
   void (*reduce_line)(const void* in, int64_t n, void* total);
   void (*reduce_rows)(const void* in, ptrdiff_t stride, int64_t rows, int64_t lanes, void* acc);
+  void (*stream)(const void* in, void* out, int64_t n, int64_t stride, int64_t segment,
+                 bool reverse, void* acc, bool nt);
   void (*fence)();
+  int lanes;  // accumulator lanes per vector
 };
 
 // [kind][exclusive]

@@ -281,6 +281,71 @@ TEST_P(ScanIsaTest, LargeTensorsChainPiecesAndStreamStores) {
   }
 }
 
+// Rows narrower than a vector (every inner width 1..17 across the strided
+// axis) and short contiguous lines (lengths 1..33): several rows or lines per
+// vector, with vector tails, slabs restarting inside a vector, both
+// directions and exclusive, every type.
+TEST_P(ScanIsaTest, NarrowRowsAndShortLinesMatchTheReference) {
+  reference::RandomOperationGenerator generator(29);
+  std::vector<std::pair<Shape, uint32_t>> shapes;
+  for (uint32_t width = 1; width <= 17; ++width) {
+    shapes.push_back({{83, width}, 0});       // one slab, long axis, tails
+    shapes.push_back({{3, 41, width}, 1});    // a few slabs, each a stream
+    shapes.push_back({{7, 3, width}, 1});     // short slabs: restart in a vector
+    shapes.push_back({{5, 2, 2, width}, 2});  // two rows per slab
+  }
+  for (uint32_t length = 1; length <= 33; ++length) shapes.push_back({{29, length}, 1});
+  for (OperatorKind kind : {OperatorKind::kCumulativeSummation, OperatorKind::kCumulativeProduct}) {
+    for (DataType type : SupportedDataTypes(kind)) {
+      for (const auto& [sizes, axis] : shapes) {
+        const Tensor input = generator.RandomTensor(kind, type, sizes);
+        for (AxisDirection direction : {AxisDirection::kIncreasing, AxisDirection::kDecreasing}) {
+          for (bool exclusive : {false, true}) {
+            Check(Scan(kind, input, axis, direction, exclusive));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Narrow rows and short lines big enough to split across threads: one slab
+// chained in pieces along the axis (reduce, then scan), slabs whose starts
+// are not vector-aligned, and outputs past the non-temporal threshold.
+TEST_P(ScanIsaTest, LargeNarrowRowsChainAndStream) {
+  ASSERT_GE(ParallelismLevel(), 2) << "CTest runs this with DMLSERVE_CPU_THREADS=4";
+  reference::RandomOperationGenerator generator(31);
+  struct Case {
+    OperatorKind kind;
+    DataType type;
+    Shape sizes;
+    uint32_t axis;
+  };
+  constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+  constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+  const std::vector<Case> cases = {
+      {kSum, DataType::kFloat32, {(1 << 20) + 3, 4}, 0},  // streamed
+      {kSum, DataType::kInt32, {(1 << 19) + 5, 7}, 0},
+      {kSum, DataType::kInt64, {(1 << 18) + 1, 3}, 0},
+      {kSum, DataType::kUint64, {3, 100003, 8}, 1},
+      {kSum, DataType::kFloat16, {(1 << 19) + 7, 2}, 0},
+      {kProduct, DataType::kUint16, {(1 << 20) + 9, 5}, 0},
+      {kProduct, DataType::kUint32, {2, 200001, 16}, 1},
+      {kProduct, DataType::kFloat32, {1, 300007, 12}, 1},
+      {kSum, DataType::kFloat32, {(1 << 20) + 1, 7}, 1},  // short lines
+      {kSum, DataType::kUint32, {(1 << 19) + 3, 3}, 1},
+      {kSum, DataType::kInt64, {(1 << 17) + 1, 5, 3}, 1},  // short slabs
+  };
+  for (const Case& c : cases) {
+    const Tensor input = generator.RandomTensor(c.kind, c.type, c.sizes);
+    for (bool exclusive : {false, true}) {
+      for (AxisDirection direction : {AxisDirection::kIncreasing, AxisDirection::kDecreasing}) {
+        Check(Scan(c.kind, input, c.axis, direction, exclusive));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, ScanIsaTest,
                          ::testing::Values(CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) {
