@@ -1,16 +1,16 @@
 // CPU scan benchmarks: each case runs one scan per iteration on a CpuDevice,
 // output allocation included (as the server does it), and reports
 //   bytes_per_second   input + output bytes per second of wall-clock time;
-//   faults/iter        minor page faults per iteration (getrusage): 0 once
+//   faults/iter        minor page faults per iteration (getrusage): ~0 once
 //                      the buffer pool holds a block of the output's size;
+//   peak_extra_MiB     the resident memory the calls added to the input, from
+//                      before the first (cold) call with the pool emptied:
+//                      the output, nothing else;
 //   pool_in_use_MiB    pooled bytes handed out after the loop (the last
-//                      output, still held): a request's peak is its input
-//                      plus its output, nothing else.
+//                      output, still held).
 //
 //   dmlserve_bench --benchmark_filter=BM_CpuScan
 //   DMLSERVE_CPU_ISA=avx2 dmlserve_bench --benchmark_filter=BM_CpuScan  # another path
-
-#include <sys/resource.h>
 
 #include <vector>
 
@@ -27,22 +27,15 @@ CpuDevice& Cpu() {
   return *device;
 }
 
-long MinorFaults() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
 void BM_CpuScan(benchmark::State& state, OperatorKind kind, DataType type, Shape sizes,
                 uint32_t axis, AxisDirection direction = AxisDirection::kIncreasing,
                 bool exclusive = false) {
   const std::vector<Operation> operations = {
       MakeScan(kind, type, sizes, axis, direction, exclusive)};
-  const long faults_before = MinorFaults();
+  BufferPool::Get().Trim();
+  const MemoryProbe probe;
   RunBatches(state, Cpu(), operations);
-  const long faults = MinorFaults() - faults_before;
-  state.counters["faults/iter"] =
-      benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+  probe.Report(state);
   state.counters["pool_in_use_MiB"] =
       static_cast<double>(BufferPool::Get().stats().in_use_bytes) / (1 << 20);
 }
