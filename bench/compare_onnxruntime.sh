@@ -13,7 +13,8 @@
 # ORT_VERSION picks the onnxruntime-node version (default 1.30.0). Options
 # after the binary go to compare.mjs: --filter=REGEX (case names),
 # --runs=N (timed ONNX Runtime calls, at least 5), --min_time=SECONDS (per
-# Google Benchmark repetition and for the ONNX Runtime calls).
+# Google Benchmark repetition and for the ONNX Runtime calls), --rounds=N
+# (interleaved rounds per case, default 3; each engine keeps its best).
 #
 # onnxruntime-node is installed from npm into a temporary folder, removed at
 # the end; nothing is written into the repository.
