@@ -120,8 +120,8 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, int mr, bool sums, CpuIs
               std::max<int64_t>(1, (1 << 18) / static_cast<int64_t>(padded)),
               [&](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) {
-                  packed.row_sums[i] = PackRow(rows[i], k, padded,
-                                               out == nullptr ? nullptr : out + i * padded, isa);
+                  packed.row_sums[i] =
+                      PackRow(rows[i], k, padded, out == nullptr ? nullptr : out + i * padded, isa);
                 }
               });
 }

@@ -137,11 +137,26 @@ void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, siz
                 int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa) {
 #if DMLSERVE_X86
   if (isa == CpuIsa::kAvx512Vnni) {
-    return PackBPanelAvx512(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
+    PackBPanelAvx512(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
+  } else {
+    PackBPanelPortable(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
   }
-#endif
+#else
   (void)isa;
   PackBPanelPortable(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
+#endif
+  // The row-sum column: ones down to K (see RowSumColumn).
+  const size_t column = RowSumColumn(b.n);
+  if (column != kNoRowSumColumn && column / kQGemmStripColumns >= strip0 &&
+      column / kQGemmStripColumns < strip0 + strips) {
+    int8_t* strip = out + (column / kQGemmStripColumns - strip0) * strip_stride +
+                    (column % kQGemmStripColumns) * 4;
+    for (size_t q = 0; q < quads; ++q) {
+      for (size_t r = 0; r < 4; ++r) {
+        strip[q * kQGemmQuadBytes + r] = 4 * (quad0 + q) + r < b.k ? 1 : 0;
+      }
+    }
+  }
 }
 
 BColumns BColumns::Of(const QuantizedMatMulOperation& op) {

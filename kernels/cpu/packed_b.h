@@ -31,14 +31,21 @@ struct BSource {
   static BSource Of(const QuantizedMatMulOperation& op, uint64_t slice);
 };
 
+// When N is not a multiple of 16, the first padding column of packed B
+// (column N) holds ones down to K instead of zeros: its dot product with a
+// row of A' is that row's sum, which the corrections need, computed by the
+// micro-kernel for free while the row is in registers. kNoRowSumColumn when
+// N leaves no padding column.
+inline constexpr size_t kNoRowSumColumn = ~size_t{0};
+inline size_t RowSumColumn(size_t n) { return n % kQGemmStripColumns != 0 ? n : kNoRowSumColumn; }
+
 // Writes rows [4 * quad0, 4 * (quad0 + quads)) of strips [strip0, strip0 +
 // strips) of B' (B, or B - 128 for UINT8) in the micro-kernel layout: strip s
 // goes to out + (s - strip0) * strip_stride, quad q of it at
 // (q - quad0) * kQGemmQuadBytes. Depth values past K and columns past N are
-// written as zeros. Adds the sum of each column's written values to
-// column_sums[j - 16 * strip0] (exact in int32 for any K the operation
-// allows). `isa` picks the implementation (AVX-512 at kAvx512Vnni, else
-// portable); all write the same bytes.
+// written as zeros, except the row-sum column (above). Adds the sum of each column's written values
+// to column_sums[j - 16 * strip0] (exact in int32 for any K the operation allows). `isa` picks the
+// implementation (AVX-512 at kAvx512Vnni, else portable); all write the same bytes.
 void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
                 int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa);
 

@@ -125,11 +125,16 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   int32_t* tile = scratch.tile.Get<int32_t>(rows * ldc);
   const size_t strip0 = column0 / kQGemmStripColumns;
   const size_t block_quads = depth_block / 4;
-  // Row sums of A' not computed by PackA (see there) are summed here, whole
-  // rows in one sequential pass (which the prefetchers follow), leaving the
-  // task's rows in L2 for the micro-kernel.
+  // Row sums of A' not computed by PackA (see there): the micro-kernel
+  // computes them as the row-sum column of B when this task has it (N not a
+  // multiple of 16), else they are summed here, whole rows in one sequential
+  // pass (which the prefetchers follow), leaving the task's rows in L2 for
+  // the micro-kernel.
+  const size_t sum_column = RowSumColumn(b.source.n);
+  const bool sums_from_tile = a.row_sums.empty() && sum_column != kNoRowSumColumn &&
+                              sum_column >= column0 && sum_column < column0 + ldc;
   int32_t* row_sums = nullptr;
-  if (a.row_sums.empty()) {
+  if (a.row_sums.empty() && !sums_from_tile) {
     row_sums = scratch.row_sums.Get<int32_t>(rows);
     for (size_t i = 0; i < rows; ++i) {
       const size_t block = (row0 + i) / kernel.mr * kernel.mr;
@@ -190,7 +195,9 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   int32_t a_zero_point = 0;
   for (size_t i = 0; i < rows; ++i) {
     const RowJob& job = jobs[job0 + row0 + i];
-    const int32_t row_sum = row_sums != nullptr ? row_sums[i] : a.row_sums[row0 + i];
+    const int32_t row_sum = sums_from_tile        ? tile[i * ldc + (sum_column - column0)]
+                            : row_sums != nullptr ? row_sums[i]
+                                                  : a.row_sums[row0 + i];
     // Per-tensor scales and zero points (the common case) give every row the
     // same multipliers and column offsets: computed once per task.
     if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {

@@ -76,7 +76,9 @@ TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
 }
 
 // The packing routines of every ISA level write the same bytes and sums,
-// edges (K not a multiple of 4, N not a multiple of 16 or 64) included.
+// edges (K not a multiple of 4, N not a multiple of 16 or 64) included, and
+// the bytes are the documented layout: B', zeros past K and N, and ones in
+// the row-sum column.
 TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
   std::mt19937 rng(12);
   for (bool is_signed : {false, true}) {
@@ -90,14 +92,16 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
         const size_t stride = quads * kQGemmQuadBytes;
         std::vector<int8_t> want(strips * stride, 1);
         std::vector<int32_t> want_sums(strips * 16, 3);
-        PackBPanel(b, 0, quads, 0, strips, want.data(), stride, want_sums.data(),
-                   CpuIsa::kGeneric);
+        PackBPanel(b, 0, quads, 0, strips, want.data(), stride, want_sums.data(), CpuIsa::kGeneric);
         // The portable packer against the definition.
         for (size_t kk = 0; kk < quads * 4; ++kk) {
           for (size_t j = 0; j < strips * 16; ++j) {
-            const int expected =
-                kk < k && j < n ? static_cast<int8_t>(source[kk * n + j] ^ (is_signed ? 0 : 0x80))
-                                : 0;
+            int expected = 0;
+            if (kk < k && j < n) {
+              expected = static_cast<int8_t>(source[kk * n + j] ^ (is_signed ? 0 : 0x80));
+            } else if (kk < k && j == RowSumColumn(n)) {
+              expected = 1;  // the row-sum column
+            }
             ASSERT_EQ(want[(j / 16) * stride + (kk / 4) * 64 + (j % 16) * 4 + kk % 4], expected);
           }
         }
