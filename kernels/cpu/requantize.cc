@@ -80,6 +80,34 @@ inline __m256i Requantize8(__m256i acc, __m512d multiplier, __m512d low, __m512d
   return _mm512_cvt_roundpd_epi32(value, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
+// 16 columns from j; `mask` selects the columns that exist (all but at the
+// end of a row).
+inline void Requantize16(const int32_t* dots, __m512i row_term, const int32_t* column_offsets,
+                         const double* multipliers, __m512d low, __m512d high,
+                         __m512i output_zero_point, __mmask16 mask, uint8_t* out) {
+  const __m512i acc =
+      _mm512_sub_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(mask, dots), row_term),
+                       _mm512_maskz_loadu_epi32(mask, column_offsets));
+  const __m256i first =
+      Requantize8(_mm512_castsi512_si256(acc),
+                  _mm512_maskz_loadu_pd(static_cast<__mmask8>(mask), multipliers), low, high);
+  const __m256i second = Requantize8(
+      _mm512_extracti64x4_epi64(acc, 1),
+      _mm512_maskz_loadu_pd(static_cast<__mmask8>(mask >> 8), multipliers + 8), low, high);
+  const __m512i result = _mm512_add_epi32(
+      _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1), output_zero_point);
+  // Narrow in a register, then store: the narrowing store (vpmovdb to
+  // memory) is microcoded and several times slower on Zen 4. The empty asm
+  // keeps the compiler from fusing the two back into it.
+  __m128i bytes = _mm512_cvtepi32_epi8(result);
+  __asm__("" : "+v"(bytes));
+  if (mask == 0xffff) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes);
+  } else {
+    _mm_mask_storeu_epi8(out, mask, bytes);
+  }
+}
+
 void RequantizeRowAvx512(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
                          const double* multipliers, const RowRequantization& row, size_t count,
                          uint8_t* out) {
@@ -87,29 +115,16 @@ void RequantizeRowAvx512(const int32_t* dots, int32_t row_offset, const int32_t*
   const __m512d high = _mm512_set1_pd(static_cast<double>(row.high - row.output_zero_point));
   const __m512i row_term = _mm512_set1_epi32(row_offset);
   const __m512i output_zero_point = _mm512_set1_epi32(row.output_zero_point);
-  for (size_t j = 0; j < count; j += 16) {
-    const __mmask16 mask =
-        count - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (count - j)) - 1);
-    const __mmask8 low_mask = static_cast<__mmask8>(mask),
-                   high_mask = static_cast<__mmask8>(mask >> 8);
-    const __m512i acc =
-        _mm512_sub_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(mask, dots + j), row_term),
-                         _mm512_maskz_loadu_epi32(mask, column_offsets + j));
-    const __m256i first = Requantize8(_mm512_castsi512_si256(acc),
-                                      _mm512_maskz_loadu_pd(low_mask, multipliers + j), low, high);
-    const __m256i second =
-        Requantize8(_mm512_extracti64x4_epi64(acc, 1),
-                    _mm512_maskz_loadu_pd(high_mask, multipliers + j + 8), low, high);
-    const __m512i result = _mm512_add_epi32(
-        _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1), output_zero_point);
-    // Narrow in a register, then store: the masked narrowing store
-    // (vpmovdb to memory) is microcoded and several times slower on Zen 4.
-    const __m128i bytes = _mm512_cvtepi32_epi8(result);
-    if (mask == 0xffff) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), bytes);
-    } else {
-      _mm_mask_storeu_epi8(out + j, mask, bytes);
-    }
+  size_t j = 0;
+  // Whole vectors with a constant mask (the compiler drops the masking),
+  // then the row's tail.
+  for (; j + 16 <= count; j += 16) {
+    Requantize16(dots + j, row_term, column_offsets + j, multipliers + j, low, high,
+                 output_zero_point, 0xffff, out + j);
+  }
+  if (j < count) {
+    Requantize16(dots + j, row_term, column_offsets + j, multipliers + j, low, high,
+                 output_zero_point, static_cast<__mmask16>((1u << (count - j)) - 1), out + j);
   }
 }
 
