@@ -66,7 +66,7 @@ BENCHMARK(BM_CpuMachineLimit_VpdpbusdPeak)->UseRealTime()->Unit(benchmark::kMill
 
 // One thread, one micro-kernel call per iteration over `quads` quads of
 // mr rows x max_strips strips, operands in L1: the kernel's own ceiling.
-void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel) {
+void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int strips = 0) {
   if (kernel == nullptr) {
     state.SkipWithError("unsupported on this CPU");
     return;
@@ -76,11 +76,12 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel) {
   const size_t strip_stride = kQuads * kQGemmQuadBytes;
   std::vector<uint8_t> a(kernel->mr * lda, 7);
   std::vector<int8_t> b(kernel->max_strips * strip_stride, -3);
-  const size_t ldc = kernel->max_strips * kQGemmStripColumns;
+  if (strips == 0) strips = kernel->max_strips;
+  const size_t ldc = strips * kQGemmStripColumns;
   std::vector<int32_t> c(kernel->mr * ldc);
   for (auto _ : state) {
-    kernel->fn(kQuads, a.data(), lda, kernel->mr, b.data(), strip_stride, kernel->max_strips,
-               c.data(), ldc, false);
+    kernel->fn(kQuads, a.data(), lda, kernel->mr, b.data(), strip_stride, strips, c.data(), ldc,
+               false);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GOP/s"] = benchmark::Counter(
@@ -90,6 +91,8 @@ BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, generic, GenericQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2, Avx2QGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avxvnni, AvxVnniQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni, Avx512VnniQGemmUkernel());
+// One strip (N <= 16): a broadcast per multiply.
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni_one_strip, Avx512VnniQGemmUkernel(), 1);
 
 }  // namespace
 }  // namespace dmlserve::bench
