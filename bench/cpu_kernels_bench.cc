@@ -120,6 +120,8 @@ DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
 // Odd shapes: tile edges everywhere, K not a multiple of 4, N < 16.
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_255x4001x4095_registered_b, kU8, kS8, kS8, 255, 4001, 4095, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_4096x4093x15_registered_b, kU8, kS8, kS8, 4096, 4093, 15, true);
+// The same shape with an A that stays in cache from call to call (1 MiB).
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_256x4093x15_registered_b, kU8, kS8, kS8, 256, 4093, 15, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_odd_1x4093x4095_registered_b, kU8, kS8, kS8, 1, 4093, 4095,
                          true, true);
 

@@ -112,11 +112,47 @@ void OneRowKernel(size_t quads, const uint8_t* a, size_t /*lda*/, const int8_t* 
   }
 }
 
+// One strip (N <= 16) of several rows: with one accumulator per row, six
+// dependency chains cannot keep two multipliers with a 4-cycle latency busy
+// (75% at most), so even and odd quads get their own accumulators.
+template <int kRows>
+void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
+                    size_t /*b_strip_stride*/, int32_t* c, size_t ldc, bool accumulate) {
+  // acc[2i] even quads, acc[2i + 1] odd quads of row i: one flat array
+  // indexed by constants once unrolled, so GCC keeps it in registers.
+  __m512i acc[2 * kRows];
+#pragma GCC unroll 12
+  for (int x = 0; x < 2 * kRows; ++x) acc[x] = _mm512_setzero_si512();
+  // One loop without a tail (a tail after it makes GCC copy every
+  // accumulator on each iteration): an odd last quad pairs with zeros.
+  for (size_t q = 0; q < quads; q += 2) {
+    const bool has_odd = q + 1 < quads;
+    const __m512i columns_even = _mm512_loadu_si512(b + q * kQGemmQuadBytes);
+    const __m512i columns_odd =
+        has_odd ? _mm512_loadu_si512(b + (q + 1) * kQGemmQuadBytes) : _mm512_setzero_si512();
+#pragma GCC unroll 6
+    for (int i = 0; i < kRows; ++i) {
+      int32_t quad_even, quad_odd = 0;  // broadcast straight from memory
+      __builtin_memcpy(&quad_even, a + i * lda + q * 4, 4);
+      if (has_odd) __builtin_memcpy(&quad_odd, a + i * lda + q * 4 + 4, 4);
+      acc[2 * i] = _mm512_dpbusd_epi32(acc[2 * i], _mm512_set1_epi32(quad_even), columns_even);
+      acc[2 * i + 1] =
+          _mm512_dpbusd_epi32(acc[2 * i + 1], _mm512_set1_epi32(quad_odd), columns_odd);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < kRows; ++i) {
+    __m512i value = _mm512_add_epi32(acc[2 * i], acc[2 * i + 1]);
+    if (accumulate) value = _mm512_add_epi32(value, _mm512_loadu_si512(c + i * ldc));
+    _mm512_storeu_si512(c + i * ldc, value);
+  }
+}
+
 using KernelFn = void (*)(size_t, const uint8_t*, size_t, const int8_t*, size_t, int32_t*, size_t,
                           bool);
 
 template <int kRows>
-constexpr KernelFn kRowKernels[kMaxStrips] = {&Kernel<kRows, 1>, &Kernel<kRows, 2>,
+constexpr KernelFn kRowKernels[kMaxStrips] = {&OneStripKernel<kRows>, &Kernel<kRows, 2>,
                                               &Kernel<kRows, 3>, &Kernel<kRows, 4>};
 constexpr KernelFn kOneRowKernels[kMaxStrips] = {&OneRowKernel<1>, &OneRowKernel<2>,
                                                  &OneRowKernel<3>, &OneRowKernel<4>};

@@ -262,19 +262,28 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     // task sums it (from cache) rather than PackA (from memory).
     const bool one_column_block = n <= column_block;
     PackA(ARows(rows, panel0, panel_count), k, kernel.mr, !one_column_block, kernel.isa, a);
-    const size_t row_blocks = (panel_count + kRowBlock - 1) / kRowBlock;
     const size_t column_blocks = (n + column_block - 1) / column_block;
+    // Few column blocks (a narrow N) and few rows would leave threads idle:
+    // smaller row blocks (whole micro-kernel rows) give each a few tasks.
+    const size_t wanted_tasks = 4 * static_cast<size_t>(ParallelismLevel());
+    size_t row_block = kRowBlock;
+    if (column_blocks * ((panel_count + kRowBlock - 1) / kRowBlock) < wanted_tasks) {
+      const size_t rows_per_task = (panel_count * column_blocks + wanted_tasks - 1) / wanted_tasks;
+      row_block = std::clamp<size_t>((rows_per_task + kernel.mr - 1) / kernel.mr * kernel.mr,
+                                     kernel.mr, kRowBlock);
+    }
+    const size_t row_blocks = (panel_count + row_block - 1) / row_block;
     const int64_t macs_per_task =
-        static_cast<int64_t>(std::min(kRowBlock, panel_count) * std::min(column_block, n) * k);
+        static_cast<int64_t>(std::min(row_block, panel_count) * std::min(column_block, n) * k);
     ParallelFor(
         row_blocks * column_blocks,
         std::max<int64_t>(1, kMinMacsPerTask / std::max<int64_t>(1, macs_per_task)),
         [&](int64_t first, int64_t last) {
           for (int64_t task = first; task < last; ++task) {
             // Row blocks vary fastest: neighbouring tasks share B columns.
-            const size_t row0 = (task % row_blocks) * kRowBlock;
+            const size_t row0 = (task % row_blocks) * row_block;
             const size_t column0 = (task / row_blocks) * column_block;
-            RunTask(kernel, a, row0, std::min(kRowBlock, panel_count - row0), b, column0,
+            RunTask(kernel, a, row0, std::min(row_block, panel_count - row0), b, column0,
                     std::min(column_block, n - column0), depth_block, rows, panel0);
           }
         },

@@ -219,10 +219,10 @@ class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
 // strips, 64-column groups and column blocks; both B paths.
 TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
   std::mt19937_64 rng(13);
-  const std::vector<Shape3> shapes = {{1, 1, 1},      {1, 3, 15},      {2, 5, 16},    {5, 4, 17},
-                                      {6, 63, 64},    {7, 65, 65},     {13, 130, 47}, {1, 2051, 33},
-                                      {97, 37, 257},  {100, 2053, 70}, {193, 8, 300}, {3, 4100, 9},
-                                      {12, 513, 1100}};
+  const std::vector<Shape3> shapes = {
+      {1, 1, 1},       {1, 3, 15},    {2, 5, 16},      {5, 4, 17},      {6, 63, 64},   {7, 65, 65},
+      {13, 130, 47},   {1, 2051, 33}, {97, 37, 257},   {100, 2053, 70}, {193, 8, 300}, {3, 4100, 9},
+      {12, 513, 1100}, {40, 1001, 7}, {211, 4099, 16}, {130, 2050, 15}, {17, 67, 1}};
   int index = 0;
   for (const Shape3& s : shapes) {
     const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
