@@ -224,6 +224,29 @@ class ScanIsaTest : public ::testing::TestWithParam<CpuIsa> {
     EXPECT_TRUE(status.ok()) << CpuIsaName(GetParam()) << " " << reference::Describe(op) << ": "
                              << status;
   }
+
+  // A tensor big enough for the multi-threaded and streaming paths.
+  struct LargeCase {
+    OperatorKind kind;
+    DataType type;
+    Shape sizes;
+    uint32_t axis;
+  };
+  static constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+  static constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+
+  // Each case inclusive and exclusive, in the given directions.
+  static void CheckLarge(uint64_t seed, const std::vector<LargeCase>& cases,
+                         std::initializer_list<std::pair<bool, AxisDirection>> variants) {
+    ASSERT_GE(ParallelismLevel(), 2) << "CTest runs this with DMLSERVE_CPU_THREADS=4";
+    reference::RandomOperationGenerator generator(seed);
+    for (const LargeCase& c : cases) {
+      const Tensor input = generator.RandomTensor(c.kind, c.type, c.sizes);
+      for (const auto& [exclusive, direction] : variants) {
+        Check(Scan(c.kind, input, c.axis, direction, exclusive));
+      }
+    }
+  }
 };
 
 TEST_P(ScanIsaTest, EveryAxisTypeAndTailMatchesTheReference) {
@@ -248,37 +271,21 @@ TEST_P(ScanIsaTest, EveryAxisTypeAndTailMatchesTheReference) {
 }
 
 TEST_P(ScanIsaTest, LargeTensorsChainPiecesAndStreamStores) {
-  ASSERT_GE(ParallelismLevel(), 2) << "CTest runs this with DMLSERVE_CPU_THREADS=4";
-  reference::RandomOperationGenerator generator(23);
-  struct Case {
-    OperatorKind kind;
-    DataType type;
-    Shape sizes;
-    uint32_t axis;
-  };
-  constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
-  constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
-  const std::vector<Case> cases = {
-      // One line longer than the cache: chained pieces, non-temporal stores.
-      {kSum, DataType::kFloat32, {(1 << 22) + 13}, 0},
-      {kSum, DataType::kInt64, {(1 << 21) + 7}, 0},
-      {kProduct, DataType::kUint16, {(1 << 23) + 3}, 0},
-      // Three long lines (fewer than the threads): chained per line.
-      {kSum, DataType::kFloat16, {3, (1 << 21) + 5}, 1},
-      // Rows: lane chunks across a wide inner dimension, streamed.
-      {kProduct, DataType::kUint32, {1025, 4099}, 0},
-      // Rows with few lanes and a long axis: chained pieces of rows.
-      {kSum, DataType::kUint32, {2, 300001, 5}, 1},
-      {kProduct, DataType::kFloat32, {1, 200003, 19}, 1},
-  };
-  for (const Case& c : cases) {
-    const Tensor input = generator.RandomTensor(c.kind, c.type, c.sizes);
-    for (bool exclusive : {false, true}) {
-      const AxisDirection direction =
-          exclusive ? AxisDirection::kDecreasing : AxisDirection::kIncreasing;
-      Check(Scan(c.kind, input, c.axis, direction, exclusive));
-    }
-  }
+  CheckLarge(23,
+             {
+                 // One line longer than the cache: chained pieces, non-temporal stores.
+                 {kSum, DataType::kFloat32, {(1 << 22) + 13}, 0},
+                 {kSum, DataType::kInt64, {(1 << 21) + 7}, 0},
+                 {kProduct, DataType::kUint16, {(1 << 23) + 3}, 0},
+                 // Three long lines (fewer than the threads): chained per line.
+                 {kSum, DataType::kFloat16, {3, (1 << 21) + 5}, 1},
+                 // Rows: lane chunks across a wide inner dimension, streamed.
+                 {kProduct, DataType::kUint32, {1025, 4099}, 0},
+                 // Rows with few lanes and a long axis: chained pieces of rows.
+                 {kSum, DataType::kUint32, {2, 300001, 5}, 1},
+                 {kProduct, DataType::kFloat32, {1, 200003, 19}, 1},
+             },
+             {{false, AxisDirection::kIncreasing}, {true, AxisDirection::kDecreasing}});
 }
 
 // Rows narrower than a vector (every inner width 1..17 across the strided
@@ -313,37 +320,24 @@ TEST_P(ScanIsaTest, NarrowRowsAndShortLinesMatchTheReference) {
 // chained in pieces along the axis (reduce, then scan), slabs whose starts
 // are not vector-aligned, and outputs past the non-temporal threshold.
 TEST_P(ScanIsaTest, LargeNarrowRowsChainAndStream) {
-  ASSERT_GE(ParallelismLevel(), 2) << "CTest runs this with DMLSERVE_CPU_THREADS=4";
-  reference::RandomOperationGenerator generator(31);
-  struct Case {
-    OperatorKind kind;
-    DataType type;
-    Shape sizes;
-    uint32_t axis;
-  };
-  constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
-  constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
-  const std::vector<Case> cases = {
-      {kSum, DataType::kFloat32, {(1 << 20) + 3, 4}, 0},  // streamed
-      {kSum, DataType::kInt32, {(1 << 19) + 5, 7}, 0},
-      {kSum, DataType::kInt64, {(1 << 18) + 1, 3}, 0},
-      {kSum, DataType::kUint64, {3, 100003, 8}, 1},
-      {kSum, DataType::kFloat16, {(1 << 19) + 7, 2}, 0},
-      {kProduct, DataType::kUint16, {(1 << 20) + 9, 5}, 0},
-      {kProduct, DataType::kUint32, {2, 200001, 16}, 1},
-      {kProduct, DataType::kFloat32, {1, 300007, 12}, 1},
-      {kSum, DataType::kFloat32, {(1 << 20) + 1, 7}, 1},  // short lines
-      {kSum, DataType::kUint32, {(1 << 19) + 3, 3}, 1},
-      {kSum, DataType::kInt64, {(1 << 17) + 1, 5, 3}, 1},  // short slabs
-  };
-  for (const Case& c : cases) {
-    const Tensor input = generator.RandomTensor(c.kind, c.type, c.sizes);
-    for (bool exclusive : {false, true}) {
-      for (AxisDirection direction : {AxisDirection::kIncreasing, AxisDirection::kDecreasing}) {
-        Check(Scan(c.kind, input, c.axis, direction, exclusive));
-      }
-    }
-  }
+  CheckLarge(31,
+             {
+                 {kSum, DataType::kFloat32, {(1 << 20) + 3, 4}, 0},  // streamed
+                 {kSum, DataType::kInt32, {(1 << 19) + 5, 7}, 0},
+                 {kSum, DataType::kInt64, {(1 << 18) + 1, 3}, 0},
+                 {kSum, DataType::kUint64, {3, 100003, 8}, 1},
+                 {kSum, DataType::kFloat16, {(1 << 19) + 7, 2}, 0},
+                 {kProduct, DataType::kUint16, {(1 << 20) + 9, 5}, 0},
+                 {kProduct, DataType::kUint32, {2, 200001, 16}, 1},
+                 {kProduct, DataType::kFloat32, {1, 300007, 12}, 1},
+                 {kSum, DataType::kFloat32, {(1 << 20) + 1, 7}, 1},  // short lines
+                 {kSum, DataType::kUint32, {(1 << 19) + 3, 3}, 1},
+                 {kSum, DataType::kInt64, {(1 << 17) + 1, 5, 3}, 1},  // short slabs
+             },
+             {{false, AxisDirection::kIncreasing},
+              {false, AxisDirection::kDecreasing},
+              {true, AxisDirection::kIncreasing},
+              {true, AxisDirection::kDecreasing}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, ScanIsaTest,
