@@ -95,9 +95,13 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, int mr, bool sums, CpuIs
     packed.stride = k;
     packed.data = rows[0].data;
     if (padded != k) {
-      // The last row's last quad would read up to 3 bytes past the request's
-      // bytes: its block gets a copy with room for them.
-      packed.tail_first = (count - 1) / mr * mr;
+      // A row's last quad reads padded - k bytes of the rows after it; the
+      // last rows have too few after them (up to 3 bytes would be read past
+      // the request's bytes), so the blocks from the first such row on get a
+      // copy with room for them.
+      const size_t rows_read_after = (padded - k + k - 1) / k;  // ceil((padded - k) / k)
+      const size_t safe_rows = count > rows_read_after ? count - rows_read_after : 0;
+      packed.tail_first = safe_rows / mr * mr;
       const size_t tail_rows = count - packed.tail_first;
       packed.storage = AllocateAligned(tail_rows * k + 4);
       uint8_t* tail = reinterpret_cast<uint8_t*>(packed.storage.get());

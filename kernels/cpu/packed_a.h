@@ -37,8 +37,8 @@ struct PackedA {
   }
 
   const uint8_t* data = nullptr;  // row i at data + i * stride (i < tail_first)
-  // The last block of mr rows when A is used in place but its last quad would
-  // read past the end of the request's bytes: a copy with room for it.
+  // The last blocks of mr rows when A is used in place but their last quads
+  // would read past the end of the request's bytes: a copy with room for it.
   size_t tail_first = 0;
   const uint8_t* tail = nullptr;
   AlignedBytes storage;  // what `data` or `tail` point into, when copied
@@ -50,7 +50,7 @@ bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k);
 // Packs `rows` (K elements each) for a micro-kernel of `mr` rows. When they
 // are UINT8 and lie one after another in memory (one request's A slice),
 // they are used in place and only their sums are computed (plus a copy of
-// the last block of rows when K is not a multiple of 4); otherwise they are
+// the last blocks of rows when K is not a multiple of 4); otherwise they are
 // copied (shifted for INT8, zero-padded to whole quads) into `storage`.
 // Runs on the ParallelFor pool. `isa` picks the implementation (AVX-512 at
 // kAvx512Vnni, else portable); the result is the same.

@@ -80,9 +80,22 @@ struct Lanes<uint32_t> {
   static uint32_t Last(V v) {
     return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm512_castsi512_si128(BroadcastLast(v))));
   }
-  static uint32_t Reduce(Add, V v) { return static_cast<uint32_t>(_mm512_reduce_add_epi32(v)); }
+  // Through the lanes as uint32 rather than _mm512_reduce_*_epi32, which GCC
+  // implements with signed int arithmetic: wrapping is what we want, and
+  // signed overflow is undefined (UBSan reports it).
+  static uint32_t Reduce(Add, V v) {
+    alignas(64) uint32_t lanes[16];
+    _mm512_store_si512(lanes, v);
+    uint32_t total = 0;
+    for (uint32_t lane : lanes) total += lane;
+    return total;
+  }
   static uint32_t Reduce(Multiply, V v) {
-    return static_cast<uint32_t>(_mm512_reduce_mul_epi32(v));
+    alignas(64) uint32_t lanes[16];
+    _mm512_store_si512(lanes, v);
+    uint32_t total = 1;
+    for (uint32_t lane : lanes) total *= lane;
+    return total;
   }
 };
 
@@ -114,7 +127,14 @@ struct Lanes<uint64_t> {
   static uint64_t Last(V v) {
     return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(BroadcastLast(v))));
   }
-  static uint64_t Reduce(Add, V v) { return static_cast<uint64_t>(_mm512_reduce_add_epi64(v)); }
+  // As uint64 lanes (see the 32-bit Reduce): sums wrap.
+  static uint64_t Reduce(Add, V v) {
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, v);
+    uint64_t total = 0;
+    for (uint64_t lane : lanes) total += lane;
+    return total;
+  }
 };
 
 template <typename S, typename A>
