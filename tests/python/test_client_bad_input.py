@@ -137,7 +137,11 @@ class BadInputTest(ServerTestCase):
         self.assert_server_still_answers()
 
     def test_deadline(self):
-        x = np.ones((16, 1024), np.float32)
+        # 768 KiB (under this server's 1 MiB limit): sending it alone outlasts
+        # the 1 µs deadline many times over, so the answer cannot come back
+        # before the deadline fires (with a small tensor a fast server's
+        # answer could win that race).
+        x = np.ones((192, 1024), np.float32)
         with self.assertRaises(DmlserveError) as raised:
             self.client.cumsum(x, axis=1, timeout=1e-6)
         self.assertEqual(raised.exception.code, grpc.StatusCode.DEADLINE_EXCEEDED)
