@@ -20,6 +20,18 @@ namespace {
 template <typename A>
 struct Lanes;
 
+// All lanes of an integer vector combined, as unsigned T: the wrapping the
+// integer scans need. (GCC's _mm512_reduce_*_epi32/64 do signed arithmetic,
+// whose overflow is undefined; UBSan reports it.)
+template <typename T, typename Op>
+T ReduceLanes(Op, __m512i v) {
+  alignas(64) T lanes[64 / sizeof(T)];
+  _mm512_store_si512(lanes, v);
+  T total = Op::template Identity<T>();
+  for (T lane : lanes) total = Op::Apply(total, lane);
+  return total;
+}
+
 template <>
 struct Lanes<float> {
   using V = __m512;
@@ -80,22 +92,9 @@ struct Lanes<uint32_t> {
   static uint32_t Last(V v) {
     return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm512_castsi512_si128(BroadcastLast(v))));
   }
-  // Through the lanes as uint32 rather than _mm512_reduce_*_epi32, which GCC
-  // implements with signed int arithmetic: wrapping is what we want, and
-  // signed overflow is undefined (UBSan reports it).
-  static uint32_t Reduce(Add, V v) {
-    alignas(64) uint32_t lanes[16];
-    _mm512_store_si512(lanes, v);
-    uint32_t total = 0;
-    for (uint32_t lane : lanes) total += lane;
-    return total;
-  }
-  static uint32_t Reduce(Multiply, V v) {
-    alignas(64) uint32_t lanes[16];
-    _mm512_store_si512(lanes, v);
-    uint32_t total = 1;
-    for (uint32_t lane : lanes) total *= lane;
-    return total;
+  template <typename Op>
+  static uint32_t Reduce(Op op, V v) {
+    return ReduceLanes<uint32_t>(op, v);
   }
 };
 
@@ -127,14 +126,7 @@ struct Lanes<uint64_t> {
   static uint64_t Last(V v) {
     return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(BroadcastLast(v))));
   }
-  // As uint64 lanes (see the 32-bit Reduce): sums wrap.
-  static uint64_t Reduce(Add, V v) {
-    alignas(64) uint64_t lanes[8];
-    _mm512_store_si512(lanes, v);
-    uint64_t total = 0;
-    for (uint64_t lane : lanes) total += lane;
-    return total;
-  }
+  static uint64_t Reduce(Add op, V v) { return ReduceLanes<uint64_t>(op, v); }
 };
 
 template <typename S, typename A>
