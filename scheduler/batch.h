@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -15,37 +16,55 @@ namespace dmlserve {
 
 // Jobs sharing one compatibility key, to be run as one Device::Execute call.
 struct Batch {
-  explicit Batch(CompatibilityKey key) : key(std::move(key)) {}
+  Batch(CompatibilityKey key, uint64_t shared_bytes)
+      : key(std::move(key)), shared_bytes(shared_bytes), bytes(shared_bytes) {}
 
   CompatibilityKey key;
   std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<uint64_t> job_bytes;  // OperationBytes of each job
-  uint64_t bytes = 0;
+  std::vector<uint64_t> job_bytes;  // each job's own bytes (BatchBytes::own)
+  // The operands every job shares (a matrix multiply's B), counted once.
+  uint64_t shared_bytes = 0;
+  uint64_t bytes = 0;  // shared_bytes plus every job's own bytes
   // The enqueue time of the oldest job: the batch's age, which orders batches
   // and starts its queue-delay clock.
   absl::Time oldest_enqueue = absl::InfiniteFuture();
   uint64_t sequence = 0;  // creation order, breaks ties between equal ages
+  // When its first job arrived: its queue-delay clock (unlike oldest_enqueue,
+  // it never moves when a job leaves, so open batches stay in due order).
+  absl::Time created = absl::InfiniteFuture();
   // Put back after its device failed: runs before anything else.
   bool requeued = false;
+  // Where BatchQueue keeps it: open (still accepting jobs) or closed, and its
+  // place in that list.
+  bool open = true;
+  std::list<std::unique_ptr<Batch>>::iterator position;
 
-  void Add(std::shared_ptr<Job> job, uint64_t job_bytes);
+  void Add(std::shared_ptr<Job> job, uint64_t own_bytes);
+  // Removes `job`; returns it, or null when it is not in this batch.
+  std::shared_ptr<Job> Remove(const Job* job);
   // Drops the jobs `remove` selects, fixing up bytes and age; returns them.
   template <typename Predicate>
   std::vector<std::shared_ptr<Job>> RemoveIf(Predicate remove);
 };
 
-inline void Batch::Add(std::shared_ptr<Job> job, uint64_t bytes_of_job) {
+inline void Batch::Add(std::shared_ptr<Job> job, uint64_t own_bytes) {
   oldest_enqueue = std::min(oldest_enqueue, job->enqueue_time);
-  bytes += bytes_of_job;
-  job_bytes.push_back(bytes_of_job);
+  bytes += own_bytes;
+  job_bytes.push_back(own_bytes);
   jobs.push_back(std::move(job));
+}
+
+inline std::shared_ptr<Job> Batch::Remove(const Job* job) {
+  std::vector<std::shared_ptr<Job>> removed =
+      RemoveIf([job](const Job& candidate) { return &candidate == job; });
+  return removed.empty() ? nullptr : std::move(removed.front());
 }
 
 template <typename Predicate>
 std::vector<std::shared_ptr<Job>> Batch::RemoveIf(Predicate remove) {
   std::vector<std::shared_ptr<Job>> removed;
   size_t kept = 0;
-  bytes = 0;
+  bytes = shared_bytes;
   oldest_enqueue = absl::InfiniteFuture();
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (remove(*jobs[i])) {

@@ -4,8 +4,6 @@
 #include <tuple>
 #include <utility>
 
-#include "kernels/core/operation.h"
-
 namespace dmlserve {
 namespace {
 
@@ -29,147 +27,133 @@ bool RunsBefore(const Batch& a, const Batch& b) {
 BatchQueue::BatchQueue(const BatchLimits& limits) : limits_(limits) {}
 
 bool BatchQueue::IsDue(const Batch& batch, absl::Time now) const {
-  return close_all_ || batch.oldest_enqueue + limits_.max_queue_delay <= now;
+  return batch.created + limits_.max_queue_delay <= now;
 }
 
-std::unique_ptr<Batch> BatchQueue::NewBatch(const CompatibilityKey& key) {
-  auto batch = std::make_unique<Batch>(key);
-  batch->sequence = next_sequence_++;
-  return batch;
+void BatchQueue::Close(Batch* batch) {
+  open_by_key_.erase(batch->key);
+  batch->open = false;
+  closed_.splice(closed_.end(), open_, batch->position);
 }
 
-void BatchQueue::Close(std::unique_ptr<Batch> batch) { closed_.push_back(std::move(batch)); }
+std::unique_ptr<Batch> BatchQueue::Unlink(Batch* batch) {
+  BatchList& list = batch->open ? open_ : closed_;
+  if (batch->open) open_by_key_.erase(batch->key);
+  std::unique_ptr<Batch> owned = std::move(*batch->position);
+  list.erase(batch->position);
+  return owned;
+}
 
-void BatchQueue::Add(std::shared_ptr<Job> job) {
-  const uint64_t job_bytes = OperationBytes(job->operation);
-  CompatibilityKey key = CompatibilityKey::For(job->operation);
-  auto it = open_.find(key);
-  if (it != open_.end() && it->second->bytes + job_bytes > limits_.max_batch_bytes) {
+void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, JobBytes bytes) {
+  auto it = open_by_key_.find(key);
+  Batch* batch = it == open_by_key_.end() ? nullptr : it->second;
+  if (batch != nullptr && batch->bytes + bytes.own > limits_.max_batch_bytes) {
     // The job does not fit: the open batch is as full as it gets.
-    Close(std::move(it->second));
-    open_.erase(it);
-    it = open_.end();
+    Close(batch);
+    batch = nullptr;
   }
-  if (it == open_.end()) {
-    it = open_.emplace(key, NewBatch(key)).first;
+  if (batch == nullptr) {
+    auto created = std::make_unique<Batch>(key, bytes.shared);
+    created->sequence = next_sequence_++;
+    created->created = job->enqueue_time;
+    batch = created.get();
+    open_.push_back(std::move(created));
+    batch->position = std::prev(open_.end());
+    open_by_key_.emplace(std::move(key), batch);
   }
-  Batch& batch = *it->second;
-  batch.Add(std::move(job), job_bytes);
+  job->waiting_in = batch;
+  batch->Add(std::move(job), bytes.own);
   ++job_count_;
-  if (static_cast<int>(batch.jobs.size()) >= limits_.max_batch_size ||
-      batch.bytes >= limits_.max_batch_bytes) {
-    Close(std::move(it->second));
-    open_.erase(it);
+  if (close_all_ || static_cast<int>(batch->jobs.size()) >= limits_.max_batch_size ||
+      batch->bytes >= limits_.max_batch_bytes) {
+    Close(batch);
   }
 }
 
-bool BatchQueue::HasRunnable(absl::Time now) const {
+bool BatchQueue::HasRunnable(absl::Time now, bool idle) const {
   if (!closed_.empty()) return true;
-  for (const auto& [key, batch] : open_) {
-    if (IsDue(*batch, now)) return true;
-  }
-  return false;
+  if (open_.empty()) return false;
+  return idle || IsDue(*open_.front(), now);
 }
 
-std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, const Device& device) {
-  // Where each candidate lives, so the chosen one can be removed.
-  struct Candidate {
-    Batch* batch;
-    size_t closed_index;               // when from closed_
-    const CompatibilityKey* open_key;  // when from open_
-  };
-  std::vector<Candidate> candidates;
-  for (size_t i = 0; i < closed_.size() && i < kResidencyWindow; ++i) {
-    candidates.push_back({closed_[i].get(), i, nullptr});
+std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device) {
+  // The oldest few runnable batches of each list. Open batches are in
+  // creation order, so the due ones come first.
+  Batch* candidates[2 * kResidencyWindow];
+  int count = 0;
+  int taken = 0;
+  for (auto it = closed_.begin(); it != closed_.end() && taken < kResidencyWindow; ++it, ++taken) {
+    candidates[count++] = it->get();
   }
-  for (const auto& [key, batch] : open_) {
-    if (IsDue(*batch, now)) candidates.push_back({batch.get(), 0, &key});
+  taken = 0;
+  for (auto it = open_.begin(); it != open_.end() && taken < kResidencyWindow; ++it, ++taken) {
+    if (!idle && !IsDue(**it, now)) break;
+    candidates[count++] = it->get();
   }
-  if (candidates.empty()) return nullptr;
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return RunsBefore(*a.batch, *b.batch); });
-  if (candidates.size() > kResidencyWindow) candidates.resize(kResidencyWindow);
+  if (count == 0) return nullptr;
+  std::sort(candidates, candidates + count,
+            [](const Batch* a, const Batch* b) { return RunsBefore(*a, *b); });
+  count = std::min(count, kResidencyWindow);
 
-  const Candidate* chosen = &candidates.front();
-  if (!chosen->batch->requeued) {
-    for (const Candidate& candidate : candidates) {
-      if (AllResident(candidate.batch->key, device)) {
-        chosen = &candidate;
+  Batch* chosen = candidates[0];
+  if (!chosen->requeued) {
+    for (int i = 0; i < count; ++i) {
+      if (AllResident(candidates[i]->key, device)) {
+        chosen = candidates[i];
         break;
       }
     }
   }
-
-  std::unique_ptr<Batch> batch;
-  if (chosen->open_key != nullptr) {
-    auto it = open_.find(*chosen->open_key);
-    batch = std::move(it->second);
-    open_.erase(it);
-  } else {
-    batch = std::move(closed_[chosen->closed_index]);
-    closed_.erase(closed_.begin() + chosen->closed_index);
-  }
+  std::unique_ptr<Batch> batch = Unlink(chosen);
   job_count_ -= batch->jobs.size();
+  for (const auto& job : batch->jobs) job->waiting_in = nullptr;
   return batch;
 }
 
 void BatchQueue::Requeue(std::unique_ptr<Batch> batch) {
   batch->requeued = true;
+  batch->open = false;
   job_count_ += batch->jobs.size();
+  for (const auto& job : batch->jobs) job->waiting_in = batch.get();
   closed_.push_front(std::move(batch));
+  closed_.front()->position = closed_.begin();
 }
 
-void BatchQueue::CloseAll() { close_all_ = true; }
-
-absl::Time BatchQueue::NextDueTime(absl::Time now) const {
-  absl::Time next = absl::InfiniteFuture();
-  if (close_all_) return next;
-  for (const auto& [key, batch] : open_) {
-    absl::Time due = batch->oldest_enqueue + limits_.max_queue_delay;
-    if (due > now) next = std::min(next, due);
-  }
-  return next;
+void BatchQueue::CloseAll() {
+  close_all_ = true;
+  while (!open_.empty()) Close(open_.front().get());
 }
 
-std::vector<std::shared_ptr<Job>> BatchQueue::RemoveJobsIf(
-    absl::FunctionRef<bool(const Job&)> remove) {
-  std::vector<std::shared_ptr<Job>> removed;
-  auto remove_from = [&](Batch& batch) {
-    std::vector<std::shared_ptr<Job>> gone = batch.RemoveIf(remove);
-    job_count_ -= gone.size();
-    for (auto& job : gone) removed.push_back(std::move(job));
-  };
-  for (auto it = open_.begin(); it != open_.end();) {
-    remove_from(*it->second);
-    if (it->second->jobs.empty()) {
-      open_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = closed_.begin(); it != closed_.end();) {
-    remove_from(**it);
-    if ((*it)->jobs.empty()) {
-      it = closed_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+absl::Time BatchQueue::NextDueTime() const {
+  if (open_.empty()) return absl::InfiniteFuture();
+  return open_.front()->created + limits_.max_queue_delay;
+}
+
+std::shared_ptr<Job> BatchQueue::Remove(Job* job) {
+  Batch* batch = job->waiting_in;
+  if (batch == nullptr) return nullptr;
+  std::shared_ptr<Job> removed = batch->Remove(job);
+  if (removed == nullptr) return nullptr;
+  job->waiting_in = nullptr;
+  --job_count_;
+  if (batch->jobs.empty()) Unlink(batch);
   return removed;
 }
 
 std::vector<std::shared_ptr<Job>> BatchQueue::RemoveAll() {
-  return RemoveJobsIf([](const Job&) { return true; });
-}
-
-absl::Time BatchQueue::EarliestDeadline() const {
-  absl::Time earliest = absl::InfiniteFuture();
-  auto scan = [&earliest](const Batch& batch) {
-    for (const auto& job : batch.jobs) earliest = std::min(earliest, job->deadline);
-  };
-  for (const auto& [key, batch] : open_) scan(*batch);
-  for (const auto& batch : closed_) scan(*batch);
-  return earliest;
+  std::vector<std::shared_ptr<Job>> removed;
+  for (BatchList* list : {&open_, &closed_}) {
+    for (auto& batch : *list) {
+      for (auto& job : batch->jobs) {
+        job->waiting_in = nullptr;
+        removed.push_back(std::move(job));
+      }
+    }
+    list->clear();
+  }
+  open_by_key_.clear();
+  job_count_ = 0;
+  return removed;
 }
 
 }  // namespace dmlserve

@@ -1,36 +1,41 @@
 #ifndef DMLSERVE_SCHEDULER_BATCH_QUEUE_H_
 #define DMLSERVE_SCHEDULER_BATCH_QUEUE_H_
 
-// The scheduler's waiting jobs, grouped into batches.
+// The batching policy: the scheduler's waiting jobs, grouped into batches.
 //
-// An *open* batch (one per compatibility key) still accepts jobs. It becomes
-// *closed* the moment it reaches max_batch_size jobs or max_batch_bytes bytes
-// (a job that would push it over the byte cap closes it and starts the next
-// one; a single job above the cap runs alone). An open batch whose oldest job
-// has waited max_queue_delay is *due*: a free device may take it, but until
-// one does it keeps accepting jobs, so a saturated server forms full batches
-// instead of a stream of singletons. With max_queue_delay 0 every open batch is
-// due at once: batches form only from jobs that arrive while every device is
-// busy. This matches Triton's dynamic batcher, which waits for the delay (or
-// the preferred/max size) before releasing a batch even when an instance is
-// idle; we do not close early for an idle device, because the delay is the
-// operator's chosen latency/throughput trade and the default is only 200 µs.
+// An *open* batch (at most one per compatibility key) still accepts jobs. It
+// becomes *closed* the moment it reaches max_batch_size jobs or
+// max_batch_bytes bytes (a job that would push it over the byte cap closes it
+// and starts the next one; a single job above the cap runs alone). A batch's
+// bytes count the operands its jobs share (a matrix multiply's B) once, so a
+// large shared weight does not stop batching.
 //
-// Closed and due batches are *runnable*. A device takes the oldest runnable
-// batch, except that among the first few it prefers one whose registered
-// tensors are already resident on it (saves an upload). Batches put back after
-// a device failure run first.
+// Which batches a device may start depends on whether it is idle:
+//  - an *idle* device (running no batch) takes the oldest batch at once, open
+//    or not: a job never waits while a device that could run it does nothing.
+//    Batches therefore form only from jobs that arrive while devices are
+//    busy, and grow with the load on their own.
+//  - a device already running a batch (and able to run another alongside,
+//    Device::max_inflight_batches) takes only a closed batch or an open one
+//    that is *due*: its oldest job waited max_queue_delay. The delay is thus
+//    an upper bound on how long a job waits for company while a device has
+//    room, never a toll in front of an idle device.
 //
-// Not thread-safe: the scheduler guards it with its mutex.
+// Among the oldest few runnable batches a device prefers one whose registered
+// tensors are resident on it (saves an upload); batches put back after a
+// device failure run first.
+//
+// Every operation is O(1) in the number of keys and batches (O(jobs in the
+// batch) to remove one job). Not thread-safe: the scheduler guards it with
+// its mutex.
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch.h"
@@ -45,6 +50,12 @@ struct BatchLimits {
   absl::Duration max_queue_delay = absl::Microseconds(200);
 };
 
+// A job's size as the byte cap sees it.
+struct JobBytes {
+  uint64_t own = 0;     // its own operands and output
+  uint64_t shared = 0;  // operands every job of its batch shares (SharedOperandBytes)
+};
+
 class BatchQueue {
  public:
   // How many of the oldest runnable batches a device looks at for one with its
@@ -53,48 +64,54 @@ class BatchQueue {
 
   explicit BatchQueue(const BatchLimits& limits);
 
-  // Adds a job whose enqueue_time is set.
-  void Add(std::shared_ptr<Job> job);
+  // Adds a job whose enqueue_time is set, under `key` (its CompatibilityKey,
+  // computed by the caller outside any lock: for an inline B it hashes the
+  // bytes). Sets job->waiting_in.
+  void Add(std::shared_ptr<Job> job, CompatibilityKey key, JobBytes bytes);
 
-  // Whether a device could take a batch now.
-  bool HasRunnable(absl::Time now) const;
+  // Whether a device could start a batch now; `idle`: it runs none.
+  bool HasRunnable(absl::Time now, bool idle) const;
 
-  // Removes and returns the batch a free `device` should run next, or null.
-  std::unique_ptr<Batch> Take(absl::Time now, const Device& device);
+  // Removes and returns the batch `device` should run next, or null. Clears
+  // waiting_in of its jobs.
+  std::unique_ptr<Batch> Take(absl::Time now, bool idle, const Device& device);
 
   // Puts back a batch whose device failed, ahead of everything else.
   void Requeue(std::unique_ptr<Batch> batch);
 
-  // Makes every open batch due now (shutdown drains without waiting).
+  // Closes every open batch and every batch opened later (shutdown drains
+  // without waiting).
   void CloseAll();
 
-  // The earliest time after `now` at which an open batch becomes due;
-  // InfiniteFuture when none will.
-  absl::Time NextDueTime(absl::Time now) const;
+  // When the oldest open batch falls due (InfiniteFuture when none will): a
+  // busy device with room waits until then.
+  absl::Time NextDueTime() const;
 
-  // Removes every waiting job `remove` selects (expired or cancelled ones).
-  std::vector<std::shared_ptr<Job>> RemoveJobsIf(absl::FunctionRef<bool(const Job&)> remove);
+  // Removes a waiting job (cancelled); null when it is not waiting.
+  std::shared_ptr<Job> Remove(Job* job);
 
   // Removes every waiting job.
   std::vector<std::shared_ptr<Job>> RemoveAll();
-
-  // The earliest deadline among waiting jobs (InfiniteFuture when none).
-  absl::Time EarliestDeadline() const;
 
   size_t job_count() const { return job_count_; }
   bool empty() const { return job_count_ == 0; }
 
  private:
+  using BatchList = std::list<std::unique_ptr<Batch>>;
+
   bool IsDue(const Batch& batch, absl::Time now) const;
-  std::unique_ptr<Batch> NewBatch(const CompatibilityKey& key);
-  void Close(std::unique_ptr<Batch> batch);
+  // Moves an open batch to the back of closed_.
+  void Close(Batch* batch);
+  // Unlinks a batch from its list (and open_by_key_) and returns it.
+  std::unique_ptr<Batch> Unlink(Batch* batch);
 
   const BatchLimits limits_;
   bool close_all_ = false;
   uint64_t next_sequence_ = 0;
   size_t job_count_ = 0;
-  absl::flat_hash_map<CompatibilityKey, std::unique_ptr<Batch>> open_;
-  std::deque<std::unique_ptr<Batch>> closed_;  // requeued first, then by closing order
+  BatchList open_;    // in creation order, which is age order
+  BatchList closed_;  // requeued first, then in closing order
+  absl::flat_hash_map<CompatibilityKey, Batch*> open_by_key_;
 };
 
 }  // namespace dmlserve

@@ -8,6 +8,12 @@
 
 namespace dmlserve {
 
+uint64_t SharedOperandBytes(const Operation& operation) {
+  const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation);
+  if (matmul == nullptr) return 0;
+  return matmul->b.byte_size() + matmul->b_scale.byte_size() + matmul->b_zero_point.byte_size();
+}
+
 CompatibilityKey::TensorIdentity CompatibilityKey::TensorIdentity::Of(const Tensor& tensor) {
   TensorIdentity identity;
   identity.data_type = tensor.data_type;

@@ -19,6 +19,7 @@
 // that collide in the hash never share a batch.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,6 +30,11 @@
 #include "kernels/core/tensor.h"
 
 namespace dmlserve {
+
+// The bytes of the operands that every job of a batch shares because its key
+// requires them identical (a matrix multiply's B, B scale and B zero point):
+// a batch holds them once, however many jobs it has. 0 for scans.
+uint64_t SharedOperandBytes(const Operation& operation);
 
 class CompatibilityKey {
  public:

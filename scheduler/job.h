@@ -12,6 +12,9 @@
 
 namespace dmlserve {
 
+struct Batch;
+struct Job;
+
 // How a job ran, reported back to the client (ExecutionInfo).
 struct ExecutionInfo {
   std::string device;
@@ -26,23 +29,45 @@ struct JobResult {
   ExecutionInfo info;
 };
 
+// Told when a waiting job is cancelled, so that it leaves the queue at once
+// instead of when its batch would have started. Implemented by the scheduler.
+class JobCancellationListener {
+ public:
+  virtual ~JobCancellationListener() = default;
+  virtual void OnJobCancelled(Job& job) = 0;
+};
+
 // One request's work as the scheduler sees it.
 //
 // The submitter keeps a shared_ptr and may call Cancel() at any time (client
-// cancellation); a job cancelled before its batch starts is not computed.
-// `done` is called exactly once, from a scheduler or device thread, and must
-// not block.
+// cancellation, or the client's deadline passing); a job cancelled while it
+// waits completes at once with CANCELLED and is never computed. A job whose
+// `deadline` passes while it waits completes with DEADLINE_EXCEEDED when its
+// batch is formed. `done` is called exactly once, from the submitting thread
+// (a job run on it, see Device::MayRunOnCallerThread), a scheduler thread or
+// the thread that cancelled it, and must not block.
 struct Job {
   Operation operation;
   absl::Time deadline = absl::InfiniteFuture();
   absl::AnyInvocable<void(JobResult)> done;
 
-  void Cancel() { cancelled.store(true, std::memory_order_relaxed); }
+  void Cancel() {
+    cancelled.store(true, std::memory_order_relaxed);
+    if (JobCancellationListener* listener = cancellation_listener.load(std::memory_order_acquire)) {
+      listener->OnJobCancelled(*this);
+    }
+  }
   bool is_cancelled() const { return cancelled.load(std::memory_order_relaxed); }
 
   // Set by the scheduler.
   absl::Time enqueue_time;
   std::atomic<bool> cancelled{false};
+  std::atomic<JobCancellationListener*> cancellation_listener{nullptr};
+  // Guarded by the scheduler's mutex: the batch the job waits in (null once
+  // it left the queue), and whether it was handed to a device before (a batch
+  // re-run after a device failure does not count its jobs' wait twice).
+  Batch* waiting_in = nullptr;
+  bool started = false;
 };
 
 }  // namespace dmlserve

@@ -16,14 +16,10 @@
 #include "absl/types/span.h"
 #include "scheduler/batch.h"
 #include "scheduler/batch_queue.h"
+#include "scheduler/device_pool.h"
 
 namespace dmlserve {
 namespace {
-
-// Job::Cancel() only sets a flag, so a cancelled job that is still waiting is
-// found by polling. The poll runs only while jobs wait, at a rate far below
-// anything that costs CPU; a job is also checked when its batch starts.
-constexpr absl::Duration kCancellationPollInterval = absl::Milliseconds(10);
 
 // A job finished without running, with the status to report.
 struct Completion {
@@ -48,11 +44,11 @@ absl::Status StatusForDeadJob(const Job& job) {
 
 }  // namespace
 
-class Scheduler::Impl {
+class Scheduler::Impl : public JobCancellationListener {
  public:
   Impl(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
        SchedulerObserver* observer, std::vector<std::unique_ptr<Device>> fallback_devices);
-  ~Impl() { Shutdown(); }
+  ~Impl() override { Shutdown(); }
 
   absl::Status Submit(std::shared_ptr<Job> job);
   void Shutdown();
@@ -60,49 +56,24 @@ class Scheduler::Impl {
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const { return options_; }
 
- private:
-  struct DeviceSlot {
-    std::unique_ptr<Device> device;
-    bool healthy = true;
-    bool fallback = false;
-    int workers = 1;   // max_inflight_batches()
-    int inflight = 0;  // batches it is running
-  };
+  void OnJobCancelled(Job& job) override;
 
-  void WorkerLoop(DeviceSlot* slot);
-  // Whether `slot` should take the next batch: no other device of its kind
-  // (primary or fallback) with a free worker has fewer batches running. A
-  // free worker is waiting or about to look at the queue, so the batch is
-  // not stranded.
-  // Devices pull work, so this turns "whoever wakes first" into placement on
-  // the least-loaded device.
-  bool IsLeastLoadedLocked(const DeviceSlot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TimerLoop();
+ private:
+  using Slot = DevicePool::Slot;
+
+  void WorkerLoop(Slot* slot);
+  // Runs `batch` on the submitting thread, on `slot` claimed for it.
+  void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch);
   // Runs a batch outside the lock and completes its jobs. A non-OK result is
   // the device's own failure: then no job was completed.
-  absl::Status Run(const DeviceSlot& slot, Batch& batch);
-  // The device failed running `batch`: takes it out of rotation and requeues
-  // the batch, or fails every job when no device is left. Returns whether this
-  // call took the device out.
-  bool HandleDeviceFailureLocked(DeviceSlot* slot, std::unique_ptr<Batch> batch,
-                                 const absl::Status& failure, std::vector<Completion>& completions)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes expired and cancelled jobs from the queue.
-  void SweepLocked(absl::Time now, std::vector<Completion>& completions)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // When the timer must next look at the queue: an open batch falls due, a
-  // deadline passes, or cancellations are due for a poll.
-  absl::Time TimerWakeLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes a worker for runnable work. With fallback devices some waiting
-  // workers may not take it, so all are woken rather than one that might
-  // go straight back to sleep.
-  void WakeWorkerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (has_fallback_) {
-      work_cv_.SignalAll();
-    } else {
-      work_cv_.Signal();
-    }
+  absl::Status Run(const Slot& slot, Batch& batch);
+  // Accounts for a batch that left `slot` (ran, or failed with `failure`):
+  // requeues the batch of a failed device, or fails its jobs when no device
+  // is left. Returns whether this call took the device out.
+  bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
+                         std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    depth_.store(static_cast<int>(queue_.job_count()), std::memory_order_relaxed);
   }
   // Reports the latest depth; never under mu_, so an observer may call back.
   void ReportDepth();
@@ -111,21 +82,10 @@ class Scheduler::Impl {
   SchedulerObserver* const observer_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;   // a batch may be runnable, or workers should exit
-  absl::CondVar timer_cv_;  // the timer's next wake time may have moved earlier
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<DeviceSlot> slots_ ABSL_GUARDED_BY(mu_);  // the vector itself never changes
-  int healthy_devices_ ABSL_GUARDED_BY(mu_) = 0;
-  int healthy_primary_devices_ ABSL_GUARDED_BY(mu_) = 0;
-  bool has_fallback_ = false;  // set before any thread starts
-  std::string last_failure_ ABSL_GUARDED_BY(mu_);
+  DevicePool pool_ ABSL_GUARDED_BY(mu_);
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  bool timer_stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time timer_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  // A lower bound on the earliest deadline of a waiting job.
-  absl::Time next_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  absl::Time next_cancellation_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   // Written under mu_, read by ReportDepth.
   std::atomic<int> depth_{0};
@@ -142,88 +102,119 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
       observer_(observer),
       queue_(BatchLimits{std::max(1, options.max_batch_size),
                          std::max<uint64_t>(1, options.max_batch_bytes),
-                         std::max(absl::ZeroDuration(), options.max_queue_delay)}) {
-  std::vector<DeviceSlot*> workers;
+                         std::max(absl::ZeroDuration(), options.max_queue_delay)}),
+      pool_(std::move(devices), std::move(fallback_devices)) {
+  std::vector<Slot*> workers;
   {
     absl::MutexLock lock(&mu_);
-    const size_t primaries = devices.size();
-    has_fallback_ = !fallback_devices.empty();
-    for (auto& device : fallback_devices) devices.push_back(std::move(device));
-    slots_.resize(devices.size());
-    for (size_t i = 0; i < devices.size(); ++i) {
-      slots_[i].device = std::move(devices[i]);
-      slots_[i].fallback = i >= primaries;
-      slots_[i].workers = std::max(1, slots_[i].device->max_inflight_batches());
-      for (int j = 0; j < slots_[i].workers; ++j) {
-        workers.push_back(&slots_[i]);
-      }
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      for (int j = 0; j < pool_.at(i).workers; ++j) workers.push_back(&pool_.at(i));
     }
-    healthy_devices_ = static_cast<int>(slots_.size());
-    healthy_primary_devices_ = static_cast<int>(primaries);
-    if (slots_.empty()) last_failure_ = "no devices configured";
   }
-  for (DeviceSlot* slot : workers) {
-    threads_.emplace_back([this, slot] { WorkerLoop(slot); });
-  }
-  threads_.emplace_back([this] { TimerLoop(); });
+  for (Slot* slot : workers) threads_.emplace_back([this, slot] { WorkerLoop(slot); });
 }
 
 absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   if (job == nullptr || !job->done) {
     return absl::InvalidArgumentError("a job needs a completion callback");
   }
-  {
-    absl::MutexLock lock(&mu_);
-    if (shutting_down_) return absl::UnavailableError("the scheduler is shutting down");
-    if (healthy_devices_ == 0) {
-      return absl::UnavailableError(absl::StrCat("no healthy device left: ", last_failure_));
-    }
-    if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
-    }
-    const absl::Time now = absl::Now();
-    job->enqueue_time = now;
-    const absl::Time deadline = job->deadline;
-    queue_.Add(std::move(job));
-    NoteDepthLocked();
-    if (queue_.HasRunnable(now)) WakeWorkerLocked();
-    next_deadline_ = std::min(next_deadline_, deadline);
-    if (TimerWakeLocked(now) < timer_wake_) timer_cv_.Signal();
+  // The key hashes an inline B and the sizes walk the operands: done before
+  // taking the lock, which then does O(1) work.
+  CompatibilityKey key = CompatibilityKey::For(job->operation);
+  JobBytes bytes;
+  bytes.shared = SharedOperandBytes(job->operation);
+  bytes.own = OperationBytes(job->operation) - bytes.shared;
+  mu_.Lock();
+  absl::Status refused;
+  if (shutting_down_) {
+    refused = absl::UnavailableError("the scheduler is shutting down");
+  } else if (pool_.healthy() == 0) {
+    refused =
+        absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
+  } else if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
+    refused = absl::ResourceExhaustedError(
+        absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
   }
+  if (!refused.ok()) {
+    mu_.Unlock();
+    return refused;
+  }
+  const absl::Time now = absl::Now();
+  job->enqueue_time = now;
+  // Nothing waits and a device is idle: a cheap job runs right here, which
+  // saves the hand-off to a worker (most of its latency at low load).
+  if (queue_.empty()) {
+    Slot* idle = pool_.IdleSlot();
+    if (idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
+      ++idle->inflight;
+      ++inflight_batches_;
+      mu_.Unlock();
+      auto batch = std::make_unique<Batch>(std::move(key), bytes.shared);
+      batch->Add(std::move(job), bytes.own);
+      RunOnCaller(idle, std::move(batch));
+      return absl::OkStatus();
+    }
+  }
+  const bool was_empty = queue_.empty();
+  const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
+  job->cancellation_listener.store(this, std::memory_order_release);
+  queue_.Add(job, std::move(key), bytes);
+  NoteDepthLocked();
+  // An idle device takes it. A busy one with room needs waking only when a
+  // batch just became startable for it, or a due time appeared to wait for.
+  pool_.WakeOne(was_empty || (!was_runnable_for_busy && queue_.HasRunnable(now, false)));
+  mu_.Unlock();
   ReportDepth();
+  // Cancelled before the listener was set: it never saw the cancellation.
+  if (job->is_cancelled()) OnJobCancelled(*job);
   return absl::OkStatus();
 }
 
-void Scheduler::Impl::NoteDepthLocked() { depth_.store(static_cast<int>(queue_.job_count())); }
+void Scheduler::Impl::OnJobCancelled(Job& job) {
+  std::shared_ptr<Job> removed;
+  {
+    absl::MutexLock lock(&mu_);
+    removed = queue_.Remove(&job);
+    if (removed == nullptr) return;  // already started (or finished)
+    removed->cancellation_listener.store(nullptr, std::memory_order_relaxed);
+    NoteDepthLocked();
+  }
+  ReportDepth();
+  std::vector<Completion> completions;
+  completions.push_back({std::move(removed), absl::CancelledError("cancelled before it started")});
+  Complete(completions);
+}
 
 void Scheduler::Impl::ReportDepth() {
   if (observer_ == nullptr) return;
   // Reading the depth under report_mu_ makes the last report carry the latest
   // value even when reports from different threads race.
   absl::MutexLock lock(&report_mu_);
-  observer_->OnQueueDepth(depth_.load());
+  observer_->OnQueueDepth(depth_.load(std::memory_order_relaxed));
 }
 
-void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
+void Scheduler::Impl::WorkerLoop(Slot* slot) {
   std::vector<Completion> completions;
   mu_.Lock();
   while (slot->healthy) {
     const absl::Time now = absl::Now();
-    const bool may_run = !slot->fallback || healthy_primary_devices_ == 0;
-    if (!may_run || !queue_.HasRunnable(now) || !IsLeastLoadedLocked(*slot)) {
+    const bool should_take = pool_.ShouldTake(*slot);
+    if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
       if (shutting_down_ && queue_.empty() && inflight_batches_ == 0) break;
-      // Leaving runnable work to a less-loaded device: make sure its waiting
-      // worker wakes, since the signal may have woken only this one.
-      if (may_run && queue_.HasRunnable(now)) work_cv_.SignalAll();
-      work_cv_.Wait(&mu_);
+      // A busy device with room starts the oldest open batch once it is due.
+      const absl::Time deadline =
+          should_take && !slot->idle() ? queue_.NextDueTime() : absl::InfiniteFuture();
+      pool_.Wait(*slot, &mu_, deadline);
       continue;
     }
-    std::unique_ptr<Batch> batch = queue_.Take(now, *slot->device);
+    std::unique_ptr<Batch> batch = queue_.Take(now, slot->idle(), *slot->device);
     for (auto& job : batch->RemoveIf(
              [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
       absl::Status status = StatusForDeadJob(*job);
       completions.push_back({std::move(job), std::move(status)});
+    }
+    for (const auto& job : batch->jobs) {
+      job->cancellation_listener.store(nullptr, std::memory_order_relaxed);
     }
     NoteDepthLocked();
     if (batch->jobs.empty()) {
@@ -231,55 +222,89 @@ void Scheduler::Impl::WorkerLoop(DeviceSlot* slot) {
     } else {
       ++inflight_batches_;
       ++slot->inflight;
+      // More waits: let another device (or another worker of this one)
+      // take it or arm its due time; wakes chain one by one.
+      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
     }
-    // Wake another idle worker if more is runnable (wakes chain one by one).
-    if (queue_.HasRunnable(now)) WakeWorkerLocked();
     mu_.Unlock();
 
     ReportDepth();
     Complete(completions);
     if (batch != nullptr) {
       absl::Status failure = Run(*slot, *batch);
-      bool removed_now = false;
       mu_.Lock();
-      --inflight_batches_;
-      --slot->inflight;
-      if (!failure.ok()) {
-        removed_now = HandleDeviceFailureLocked(slot, std::move(batch), failure, completions);
-      }
-      if (shutting_down_ && inflight_batches_ == 0) work_cv_.SignalAll();
+      const bool removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
       mu_.Unlock();
       if (removed_now && observer_ != nullptr) {
         observer_->OnDeviceRemoved(slot->device->description().name);
       }
       if (!failure.ok()) ReportDepth();
       Complete(completions);
-      batch.reset();  // frees the jobs' tensors outside the lock
     }
     mu_.Lock();
   }
   mu_.Unlock();
 }
 
-bool Scheduler::Impl::IsLeastLoadedLocked(const DeviceSlot& slot) const {
-  for (const DeviceSlot& other : slots_) {
-    if (&other != &slot && other.healthy && other.fallback == slot.fallback &&
-        other.inflight < other.workers && other.inflight < slot.inflight) {
-      return false;
-    }
+void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
+  absl::Status failure = Run(*slot, *batch);
+  std::vector<Completion> completions;
+  bool removed_now;
+  {
+    absl::MutexLock lock(&mu_);
+    removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+    // The device is free again: work that queued meanwhile is for its
+    // workers.
+    if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
   }
-  return true;
+  if (removed_now && observer_ != nullptr) {
+    observer_->OnDeviceRemoved(slot->device->description().name);
+  }
+  if (!failure.ok()) ReportDepth();
+  Complete(completions);
 }
 
-absl::Status Scheduler::Impl::Run(const DeviceSlot& slot, Batch& batch) {
+bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
+                                        const absl::Status& failure,
+                                        std::vector<Completion>& completions) {
+  --inflight_batches_;
+  --slot->inflight;
+  if (shutting_down_ && inflight_batches_ == 0) pool_.WakeAll();
+  if (failure.ok()) return false;
+  const bool removed_now = pool_.MarkFailed(*slot, failure);
+  if (pool_.healthy() > 0) {
+    for (const auto& job : batch->jobs) {
+      job->cancellation_listener.store(this, std::memory_order_release);
+    }
+    queue_.Requeue(std::move(batch));
+  } else {
+    // Nothing can run these any more; fail them rather than leave them hanging.
+    const absl::Status status =
+        absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
+    for (auto& job : batch->jobs) completions.push_back({std::move(job), status});
+    for (auto& job : queue_.RemoveAll()) completions.push_back({std::move(job), status});
+  }
+  NoteDepthLocked();
+  // Healthy devices take the requeued batch; this device's other workers
+  // exit.
+  pool_.WakeAll();
+  return removed_now;
+}
+
+absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
   const std::string& device_name = slot.device->description().name;
   const OperatorKind kind = batch.key.kind();
   const int size = static_cast<int>(batch.jobs.size());
   const absl::Time start = absl::Now();
   std::vector<WorkItem> items(batch.jobs.size());
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
-    items[i].operation = &batch.jobs[i]->operation;
-    if (observer_ != nullptr) observer_->OnJobStarted(kind, start - batch.jobs[i]->enqueue_time);
+    Job& job = *batch.jobs[i];
+    items[i].operation = &job.operation;
+    // A batch re-run after a device failure reports its wait once.
+    if (observer_ != nullptr && !job.started) {
+      observer_->OnJobStarted(kind, start - job.enqueue_time);
+    }
+    job.started = true;
   }
   absl::Status status = slot.device->Execute(absl::MakeSpan(items));
   const absl::Duration compute = absl::Now() - start;
@@ -301,93 +326,15 @@ absl::Status Scheduler::Impl::Run(const DeviceSlot& slot, Batch& batch) {
   return absl::OkStatus();
 }
 
-bool Scheduler::Impl::HandleDeviceFailureLocked(DeviceSlot* slot, std::unique_ptr<Batch> batch,
-                                                const absl::Status& failure,
-                                                std::vector<Completion>& completions) {
-  bool removed_now = false;
-  if (slot->healthy) {
-    slot->healthy = false;
-    --healthy_devices_;
-    if (!slot->fallback) --healthy_primary_devices_;
-    removed_now = true;
-    last_failure_ = absl::StrCat(slot->device->description().name, " failed: ", failure.ToString());
-  }
-  if (healthy_devices_ > 0) {
-    queue_.Requeue(std::move(batch));
-  } else {
-    // Nothing can run these any more; fail them rather than leave them hanging.
-    const absl::Status status =
-        absl::UnavailableError(absl::StrCat("no healthy device left: ", last_failure_));
-    for (auto& job : batch->jobs) completions.push_back({std::move(job), status});
-    for (auto& job : queue_.RemoveAll()) completions.push_back({std::move(job), status});
-  }
-  NoteDepthLocked();
-  // Wake healthy workers for the requeued batch, and this device's other
-  // workers so they exit.
-  work_cv_.SignalAll();
-  return removed_now;
-}
-
-void Scheduler::Impl::SweepLocked(absl::Time now, std::vector<Completion>& completions) {
-  std::vector<std::shared_ptr<Job>> gone = queue_.RemoveJobsIf(
-      [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; });
-  for (auto& job : gone) {
-    absl::Status status = StatusForDeadJob(*job);
-    completions.push_back({std::move(job), std::move(status)});
-  }
-  if (!gone.empty()) NoteDepthLocked();
-  next_deadline_ = queue_.EarliestDeadline();
-  next_cancellation_poll_ = now + kCancellationPollInterval;
-}
-
-absl::Time Scheduler::Impl::TimerWakeLocked(absl::Time now) const {
-  absl::Time wake = std::min(queue_.NextDueTime(now), next_deadline_);
-  if (!queue_.empty()) wake = std::min(wake, next_cancellation_poll_);
-  return wake;
-}
-
-void Scheduler::Impl::TimerLoop() {
-  std::vector<Completion> completions;
-  mu_.Lock();
-  while (!timer_stop_) {
-    const absl::Time now = absl::Now();
-    if (now >= next_deadline_ || (!queue_.empty() && now >= next_cancellation_poll_)) {
-      SweepLocked(now, completions);
-    }
-    // An open batch may have become due: hand it to an idle worker.
-    if (queue_.HasRunnable(now)) WakeWorkerLocked();
-    if (!completions.empty()) {
-      mu_.Unlock();
-      ReportDepth();
-      Complete(completions);
-      mu_.Lock();
-      continue;
-    }
-    const absl::Time wake = TimerWakeLocked(now);
-    timer_wake_ = wake;
-    timer_cv_.WaitWithDeadline(&mu_, wake);
-    // Awake: whatever changed meanwhile is seen at the top of the loop.
-    timer_wake_ = absl::InfinitePast();
-  }
-  mu_.Unlock();
-}
-
 void Scheduler::Impl::Shutdown() {
   std::call_once(shutdown_once_, [this] {
     {
       absl::MutexLock lock(&mu_);
       shutting_down_ = true;
       queue_.CloseAll();
-      work_cv_.SignalAll();
+      pool_.WakeAll();
     }
-    // The timer is the last thread; workers drain the queue first.
-    for (size_t i = 0; i + 1 < threads_.size(); ++i) threads_[i].join();
-    {
-      absl::MutexLock lock(&mu_);
-      timer_stop_ = true;
-      timer_cv_.Signal();
-    }
-    threads_.back().join();
+    for (std::thread& thread : threads_) thread.join();
   });
 }
 
@@ -395,7 +342,7 @@ void Scheduler::Impl::EvictTensor(absl::string_view registered_id) {
   std::vector<Device*> devices;
   {
     absl::MutexLock lock(&mu_);
-    for (DeviceSlot& slot : slots_) devices.push_back(slot.device.get());
+    for (size_t i = 0; i < pool_.size(); ++i) devices.push_back(pool_.at(i).device.get());
   }
   for (Device* device : devices) device->Evict(registered_id);
 }
@@ -405,7 +352,8 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
   std::vector<const Device*> devices;
   {
     absl::MutexLock lock(&mu_);
-    for (const DeviceSlot& slot : slots_) {
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      const Slot& slot = pool_.at(i);
       DeviceStatus status;
       status.description = slot.device->description();
       status.healthy = slot.healthy;

@@ -19,14 +19,7 @@ void AddExample(const std::string& example, std::vector<std::string>& examples) 
   examples.push_back(example);
 }
 
-// Nearest-rank percentile of sorted values.
-double Percentile(const std::vector<double>& sorted, double percent) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(percent / 100.0 * sorted.size()));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
-std::string Milliseconds(double seconds) { return absl::StrFormat("%.2f ms", seconds * 1e3); }
+std::string Milliseconds(double seconds) { return absl::StrFormat("%.3f ms", seconds * 1e3); }
 
 // Batch sizes in power-of-two buckets 1, 2, 3-4, 5-8, ..., named by their
 // largest size.
@@ -42,6 +35,12 @@ std::string BucketName(uint32_t high) {
 }
 
 }  // namespace
+
+double Percentile(const std::vector<double>& sorted, double percent) {
+  if (sorted.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(percent / 100.0 * sorted.size()));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
 
 void LoadStats::RecordError(const absl::Status& status) {
   ++errors[status.code()];
@@ -74,9 +73,8 @@ void LoadStats::Merge(const LoadStats& other) {
 
 void PrintReport(const LoadStats& stats, const ReportContext& context, std::ostream& out) {
   const double seconds = absl::ToDoubleSeconds(context.elapsed);
-  out << absl::StrFormat("requests:    %d answered in %.2f s by %d threads (%d ok, %d failed)\n",
-                         stats.requests, seconds, context.threads, stats.successes,
-                         stats.requests - stats.successes);
+  out << absl::StrFormat("requests:    %d answered in %.2f s (%d ok, %d failed)\n", stats.requests,
+                         seconds, stats.successes, stats.requests - stats.successes);
   out << absl::StrFormat("throughput:  %.1f req/s (ok), sent %.2f MB/s, received %.2f MB/s\n",
                          stats.successes / seconds, stats.request_bytes / seconds / 1e6,
                          stats.response_bytes / seconds / 1e6);

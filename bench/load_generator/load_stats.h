@@ -1,7 +1,7 @@
 #ifndef DMLSERVE_BENCH_LOAD_GENERATOR_LOAD_STATS_H_
 #define DMLSERVE_BENCH_LOAD_GENERATOR_LOAD_STATS_H_
 
-// What the load generator saw: one LoadStats per client thread, merged at the
+// What the load generator saw: one LoadStats per call slot, merged at the
 // end and printed as a report.
 
 #include <cstdint>
@@ -42,8 +42,10 @@ struct LoadStats {
 struct ReportContext {
   absl::Duration elapsed;
   double target_rate = 0;  // requests/s, 0 for a closed loop
-  int threads = 0;
 };
+
+// Nearest-rank percentile (0-100) of sorted values; 0 when there are none.
+double Percentile(const std::vector<double>& sorted, double percent);
 
 void PrintReport(const LoadStats& stats, const ReportContext& context, std::ostream& out);
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,10 +15,12 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "bench/load_generator/echo_comparison.h"
 #include "bench/load_generator/load_runner.h"
 #include "bench/load_generator/workload.h"
 #include "client/cpp/client.h"
@@ -30,13 +33,23 @@ ABSL_FLAG(std::string, spawn_server, "",
 ABSL_FLAG(std::string, server_args, "",
           "extra arguments for --spawn_server, separated by spaces (e.g. \"--backend=d3d12 "
           "--d3d12_devices_per_adapter=2\")");
-ABSL_FLAG(int, threads, 8, "concurrent client threads, each with one call in flight");
+ABSL_FLAG(int, channels, 1, "client connections (each its own TCP connection)");
+ABSL_FLAG(int, in_flight, 8, "closed loop: calls in flight on each channel");
+ABSL_FLAG(bool, compare_echo, false,
+          "with --spawn_server: also start dmlserve-echo (a bare gRPC server that computes "
+          "nothing) and run both, interleaved, at each of --loads; prints dmlserve's "
+          "throughput and latency as ratios to echo's");
+ABSL_FLAG(std::string, loads, "1x1,4x8,8x32",
+          "--compare_echo: closed-loop loads, CHANNELSxCALLS_PER_CHANNEL, comma-separated");
+ABSL_FLAG(int, rounds, 2, "--compare_echo: interleaved rounds per load");
+ABSL_FLAG(std::string, echo_server, "",
+          "--compare_echo: the dmlserve-echo binary (default: next to this one)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
           "length of the measured phase (0: until --requests are done)");
 ABSL_FLAG(uint64_t, requests, 0, "stop after this many measured requests (0: no limit)");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "unrecorded load before measuring");
 ABSL_FLAG(double, rate, 0,
-          "open loop: target requests/s over all threads (0: closed loop, as fast as answered)");
+          "open loop: target requests/s over all channels (0: closed loop, as fast as answered)");
 ABSL_FLAG(std::string, mix, "cumsum=1,cumprod=1,qmatmul=1",
           "operator weights: cumsum, cumprod and qmatmul (missing ones are 0)");
 ABSL_FLAG(std::string, scan_sizes, "64,1024", "scan tensor sizes, outermost first");
@@ -119,6 +132,19 @@ absl::StatusOr<WorkloadOptions> WorkloadOptionsFromFlags() {
   return options;
 }
 
+// dmlserve-echo from --echo_server, or from this binary's directory.
+absl::StatusOr<std::unique_ptr<testing::ServerProcess>> StartEcho() {
+  std::string binary = absl::GetFlag(FLAGS_echo_server);
+  if (binary.empty()) {
+    char self[4096];
+    const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (length <= 0) return absl::NotFoundError("cannot find this binary; pass --echo_server");
+    binary = std::string(self, length);
+    binary = binary.substr(0, binary.rfind('/') + 1) + "dmlserve-echo";
+  }
+  return testing::ServerProcess::StartGrpcOnly(binary);
+}
+
 void PrintServerInfo(client::Client& client) {
   absl::StatusOr<v1::GetServerInfoResponse> info =
       client.GetServerInfo(client::CallOptions::WithTimeout(absl::Seconds(10)));
@@ -141,7 +167,8 @@ int Run() {
     return 2;
   }
   RunOptions run;
-  run.threads = absl::GetFlag(FLAGS_threads);
+  run.channels = absl::GetFlag(FLAGS_channels);
+  run.calls_per_channel = absl::GetFlag(FLAGS_in_flight);
   run.duration = absl::GetFlag(FLAGS_duration);
   run.max_requests = absl::GetFlag(FLAGS_requests);
   run.warmup = absl::GetFlag(FLAGS_warmup);
@@ -149,12 +176,28 @@ int Run() {
   run.verify_every = absl::GetFlag(FLAGS_verify_every);
   run.timeout = absl::GetFlag(FLAGS_timeout);
   run.seed = absl::GetFlag(FLAGS_seed);
-  if (run.threads <= 0 || run.target_rate < 0 ||
+  if (run.channels <= 0 || run.calls_per_channel <= 0 || run.target_rate < 0 ||
       (run.duration <= absl::ZeroDuration() && run.max_requests == 0)) {
-    std::cerr << "dmlserve-load: need --threads > 0, --rate >= 0 and a --duration or "
-                 "--requests limit\n";
+    std::cerr << "dmlserve-load: need --channels > 0, --in_flight > 0, --rate >= 0 and a "
+                 "--duration or --requests limit\n";
     return 2;
   }
+  const bool compare_echo = absl::GetFlag(FLAGS_compare_echo);
+  std::vector<LoadLevel> levels = {{run.channels, run.calls_per_channel}};
+  if (compare_echo) {
+    absl::StatusOr<std::vector<LoadLevel>> parsed = ParseLoadLevels(absl::GetFlag(FLAGS_loads));
+    if (!parsed.ok()) {
+      std::cerr << "dmlserve-load: --loads: " << parsed.status() << "\n";
+      return 2;
+    }
+    levels = *std::move(parsed);
+    if (absl::GetFlag(FLAGS_spawn_server).empty() || run.target_rate > 0) {
+      std::cerr << "dmlserve-load: --compare_echo needs --spawn_server and a closed loop\n";
+      return 2;
+    }
+  }
+  int max_channels = 1;
+  for (const LoadLevel& level : levels) max_channels = std::max(max_channels, level.channels);
 
   std::unique_ptr<testing::ServerProcess> server;
   std::string address = absl::GetFlag(FLAGS_server);
@@ -177,8 +220,12 @@ int Run() {
   client_options.connect_timeout = absl::Seconds(10);
   absl::StatusOr<std::unique_ptr<client::Client>> client =
       client::Client::Connect(address, client_options);
-  if (!client.ok()) {
-    std::cerr << "dmlserve-load: cannot connect to " << address << ": " << client.status() << "\n";
+  absl::StatusOr<std::vector<std::shared_ptr<grpc::Channel>>> channels =
+      client.ok() ? OpenChannels(address, max_channels, absl::Seconds(10))
+                  : absl::StatusOr<std::vector<std::shared_ptr<grpc::Channel>>>(client.status());
+  if (!channels.ok()) {
+    std::cerr << "dmlserve-load: cannot connect to " << address << ": " << channels.status()
+              << "\n";
     return 2;
   }
   PrintServerInfo(**client);
@@ -197,7 +244,11 @@ int Run() {
       return 2;
     }
   }
-  std::cout << "load:        " << run.threads << " threads, "
+  std::cout << "load:        "
+            << (compare_echo ? absl::StrCat("loads ", absl::GetFlag(FLAGS_loads))
+                             : absl::StrCat(run.channels, " channels x ", run.calls_per_channel,
+                                            " calls in flight"))
+            << ", "
             << (run.target_rate > 0 ? absl::StrCat("open loop at ", run.target_rate, " req/s")
                                     : std::string("closed loop"))
             << ", mix " << absl::GetFlag(FLAGS_mix) << ", scans "
@@ -206,8 +257,31 @@ int Run() {
             << ", qmatmul " << workload_options->m << "x" << workload_options->k << "x"
             << workload_options->n << (b_id.empty() ? " (B inline)" : " (B registered)") << "\n";
 
-  const RunResult result = RunLoad(**client, *workload, run);
-  PrintReport(result.stats, ReportContext{result.elapsed, run.target_rate, run.threads}, std::cout);
+  LoadStats stats;
+  if (compare_echo) {
+    absl::StatusOr<std::unique_ptr<testing::ServerProcess>> echo = StartEcho();
+    if (!echo.ok()) {
+      std::cerr << "dmlserve-load: cannot start dmlserve-echo: " << echo.status() << "\n";
+      return 2;
+    }
+    absl::StatusOr<std::vector<std::shared_ptr<grpc::Channel>>> echo_channels =
+        OpenChannels((*echo)->grpc_address(), max_channels, absl::Seconds(10));
+    if (!echo_channels.ok()) {
+      std::cerr << "dmlserve-load: dmlserve-echo: " << echo_channels.status() << "\n";
+      return 2;
+    }
+    stats = CompareWithEcho({"echo", *std::move(echo_channels), /*verify=*/false},
+                            {"dmlserve", *channels, /*verify=*/true}, *workload, run, levels,
+                            absl::GetFlag(FLAGS_rounds), std::cout);
+    std::cout << absl::StrFormat("checked:     %d dmlserve responses, %d wrong\n", stats.checked,
+                                 stats.wrong);
+    for (const std::string& example : stats.wrong_examples)
+      std::cout << "  WRONG " << example << "\n";
+  } else {
+    const RunResult result = RunLoad(*channels, *workload, run);
+    PrintReport(result.stats, ReportContext{result.elapsed, run.target_rate}, std::cout);
+    stats = result.stats;
+  }
 
   if (!b_id.empty()) {
     if (absl::Status status = (*client)->ReleaseTensor(b_id); !status.ok()) {
@@ -224,8 +298,8 @@ int Run() {
                 << server->Output();
     }
   }
-  if (result.stats.wrong > 0) return 1;
-  return result.stats.successes > 0 ? 0 : 2;
+  if (stats.wrong > 0) return 1;
+  return stats.successes > 0 ? 0 : 2;
 }
 
 }  // namespace
@@ -235,7 +309,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Drives a dmlserve server with concurrent requests and reports throughput, latency "
       "percentiles, batch sizes, errors and wrong answers.\n"
-      "  dmlserve-load --server=127.0.0.1:50051 --threads=8 --duration=10s\n"
+      "  dmlserve-load --server=127.0.0.1:50051 --channels=2 --in_flight=8 --duration=10s\n"
+      "  dmlserve-load --spawn_server=build/server/dmlserve --compare_echo --mix=cumsum=1\n"
       "  dmlserve-load --spawn_server=build/server/dmlserve --server_args=\"--backend=d3d12\"");
   absl::ParseCommandLine(argc, argv);
   return dmlserve::load::Run();

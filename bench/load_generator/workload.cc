@@ -242,6 +242,14 @@ absl::StatusOr<Workload> Workload::Create(const WorkloadOptions& options) {
   return workload;
 }
 
+std::vector<const PooledRequest*> Workload::All() const {
+  std::vector<const PooledRequest*> all;
+  for (const std::vector<PooledRequest>& pool : pools_) {
+    for (const PooledRequest& request : pool) all.push_back(&request);
+  }
+  return all;
+}
+
 const PooledRequest& Workload::Pick(std::mt19937_64& rng) const {
   int draw = static_cast<int>(rng() % (weights_[0] + weights_[1] + weights_[2]));
   int op = 0;

@@ -62,6 +62,9 @@ class Workload {
  public:
   static absl::StatusOr<Workload> Create(const WorkloadOptions& options);
 
+  // Every pooled request.
+  std::vector<const PooledRequest*> All() const;
+
   // A random request following the operator weights.
   const PooledRequest& Pick(std::mt19937_64& rng) const;
 

@@ -49,6 +49,13 @@ class Device {
   // Called from up to max_inflight_batches() threads at once.
   virtual absl::Status Execute(absl::Span<WorkItem> items) = 0;
 
+  // Whether `operation`, alone, costs less to run on the thread that submits
+  // it (a gRPC thread) than to hand to a device thread: a few microseconds of
+  // work on a device that computes on the calling thread. Asked only when this
+  // device is idle and nothing waits; then Execute runs there. A device that
+  // blocks (waits on a GPU fence) must say false.
+  virtual bool MayRunOnCallerThread(const Operation& operation) const { return false; }
+
   // How many batches may be executing at once (overlapping uploads of one with
   // computation of another).
   virtual int max_inflight_batches() const { return 1; }

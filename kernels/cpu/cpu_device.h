@@ -26,6 +26,8 @@ class CpuDevice : public Device {
 
   const DeviceDescription& description() const override { return description_; }
   absl::Status Execute(absl::Span<WorkItem> items) override;
+  // A few microseconds of work on one core (see kCallerThread* in the .cc).
+  bool MayRunOnCallerThread(const Operation& operation) const override;
   // Each batch already uses every core; two in flight overlap one batch's
   // allocation and tail with the next one's work.
   int max_inflight_batches() const override { return 2; }

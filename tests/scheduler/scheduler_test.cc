@@ -283,8 +283,10 @@ TEST_F(SchedulerTest, AJobLargerThanTheByteCapRunsAlone) {
               ElementsAre(ElementsAre(-1), ElementsAre(1), ElementsAre(2)));
 }
 
-TEST_F(SchedulerTest, ALoneJobRunsOnceTheDelayPasses) {
-  Start(Options(64, absl::Milliseconds(5)));
+TEST_F(SchedulerTest, AnIdleDeviceTakesAnOpenBatchAtOnceWhateverTheDelay) {
+  // The delay bounds how long a job waits for company while devices are
+  // busy; it is never a toll in front of an idle device.
+  Start(Options(64, absl::Hours(1)));
   auto job = Submit(ScanOf(kF32, {5}, 1));
   ASSERT_TRUE(job->Await());
   ExpectCorrectScan(*job);
@@ -298,18 +300,30 @@ TEST_F(SchedulerTest, ALoneJobRunsAtOnceWithZeroDelay) {
   ExpectCorrectScan(*job);
 }
 
-TEST_F(SchedulerTest, ABatchWaitsForTheDelayUnlessItFills) {
-  // An idle device does not take an open batch before the (here endless)
-  // delay: the batch runs only once it holds max_batch_size jobs.
-  Start(Options(/*max_batch_size=*/3, absl::Hours(1)));
-  auto first = Submit(ScanOf(kF32, {2}, 1));
-  auto second = Submit(ScanOf(kF32, {2}, 2));
-  auto third = Submit(ScanOf(kF32, {2}, 3));
-  for (auto* job : {&first, &second, &third}) {
-    ASSERT_TRUE((*job)->Await());
-    ExpectCorrectScan(**job);
-  }
-  EXPECT_THAT(Tags(devices_[0]->executed()), ElementsAre(ElementsAre(1, 2, 3)));
+TEST_F(SchedulerTest, ABusyDeviceWithRoomStartsAnOpenBatchOnceItIsDue) {
+  // A device running one batch and able to run two starts the next open batch
+  // when its oldest job has waited the delay, without waiting for the first.
+  Start(Options(64, absl::Milliseconds(1)), /*device_count=*/1, /*inflight=*/2);
+  auto blocker = OccupyDevice();
+  auto next = Submit(ScanOf(kF32, {3}, 1));
+  devices_[0]->AwaitEntered(2);  // while the blocker is still held
+  devices_[0]->Release();
+  ASSERT_TRUE(blocker->Await());
+  ASSERT_TRUE(next->Await());
+  ExpectCorrectScan(*next);
+  EXPECT_THAT(Tags(devices_[0]->executed()), UnorderedElementsAre(ElementsAre(-1), ElementsAre(1)));
+}
+
+TEST_F(SchedulerTest, ABusyDeviceWithRoomStartsAFullBatchBeforeTheDelay) {
+  Start(Options(/*max_batch_size=*/2, absl::Hours(1)), /*device_count=*/1, /*inflight=*/2);
+  auto blocker = OccupyDevice();
+  auto first = Submit(ScanOf(kF32, {3}, 1));
+  auto second = Submit(ScanOf(kF32, {3}, 2));  // closes the batch
+  devices_[0]->AwaitEntered(2);
+  devices_[0]->Release();
+  ASSERT_TRUE(first->Await());
+  ASSERT_TRUE(second->Await());
+  EXPECT_EQ(second->result.info.batch_size, 2u);
 }
 
 TEST_F(SchedulerTest, ExpiredJobsCompleteWithoutRunning) {
@@ -318,39 +332,39 @@ TEST_F(SchedulerTest, ExpiredJobsCompleteWithoutRunning) {
   auto already_expired = Submit(ScanOf(kF32, {2}, 1), absl::Now() - absl::Seconds(1));
   auto soon_expired = Submit(ScanOf(kF32, {2}, 2), absl::Now() + absl::Milliseconds(1));
   auto alive = Submit(ScanOf(kF32, {2}, 3));
-  // Both complete while the device is still busy: waiting jobs are expired
-  // promptly, not when their batch starts.
+  absl::SleepFor(absl::Milliseconds(2));  // only so that soon_expired is expired
+  // Deadlines are checked when a batch forms: the expired jobs leave theirs
+  // then, complete, and are never computed. (In the server, gRPC cancels a
+  // call whose deadline passes, which removes its job at once.)
+  devices_[0]->Release();
   ASSERT_TRUE(already_expired->Await());
   ASSERT_TRUE(soon_expired->Await());
   EXPECT_EQ(already_expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(soon_expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
-  devices_[0]->Release();
   ASSERT_TRUE(alive->Await());
   ExpectCorrectScan(*alive);
   EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(-1), ElementsAre(3)));
 }
 
-TEST_F(SchedulerTest, AnExpiredJobLeavesItsOpenBatch) {
-  // The expired job completes without its batch closing, and takes no room in
-  // the batch that eventually runs.
+TEST_F(SchedulerTest, AnExpiredJobIsNeverRun) {
   Start(Options(/*max_batch_size=*/2, absl::Hours(1)));
   auto expired = Submit(ScanOf(kF32, {2}, 1), absl::Now() - absl::Seconds(1));
   ASSERT_TRUE(expired->Await());
   EXPECT_EQ(expired->result.status.code(), absl::StatusCode::kDeadlineExceeded);
-  auto a = Submit(ScanOf(kF32, {2}, 2));
-  auto b = Submit(ScanOf(kF32, {2}, 3));
-  ASSERT_TRUE(a->Await());
-  ASSERT_TRUE(b->Await());
-  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(2, 3)));
+  auto alive = Submit(ScanOf(kF32, {2}, 2));
+  ASSERT_TRUE(alive->Await());
+  ExpectCorrectScan(*alive);
+  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(2)));
 }
 
-TEST_F(SchedulerTest, CancelledJobsCompleteWithoutRunning) {
+TEST_F(SchedulerTest, CancelledJobsCompleteAtOnceWithoutRunning) {
   Start(Options());
   auto blocker = OccupyDevice();
   auto cancelled = Submit(ScanOf(kF32, {2}, 1));
   auto kept = Submit(ScanOf(kF32, {2}, 2));
   cancelled->job->Cancel();
-  ASSERT_TRUE(cancelled->Await());  // while the device is still busy
+  // Completed by Cancel() itself, while the device is still busy.
+  EXPECT_TRUE(cancelled->finished.HasBeenNotified());
   EXPECT_EQ(cancelled->result.status.code(), absl::StatusCode::kCancelled);
   devices_[0]->Release();
   ASSERT_TRUE(kept->Await());
@@ -358,13 +372,30 @@ TEST_F(SchedulerTest, CancelledJobsCompleteWithoutRunning) {
   EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(-1), ElementsAre(2)));
 }
 
-TEST_F(SchedulerTest, CancellingAJobInAnOpenBatchCompletesItPromptly) {
-  Start(Options(64, absl::Hours(1)));
-  auto cancelled = Submit(ScanOf(kF32, {2}, 1));
-  cancelled->job->Cancel();
-  ASSERT_TRUE(cancelled->Await());
-  EXPECT_EQ(cancelled->result.status.code(), absl::StatusCode::kCancelled);
-  EXPECT_TRUE(devices_[0]->attempted().empty());
+TEST_F(SchedulerTest, CancellingEveryJobOfABatchDropsTheBatch) {
+  Start(Options(/*max_batch_size=*/4));
+  auto blocker = OccupyDevice();
+  auto a = Submit(ScanOf(kF32, {2}, 1));
+  auto b = Submit(ScanOf(kF32, {2}, 2));
+  auto other = Submit(ScanOf(DataType::kInt32, {2}, 3));
+  a->job->Cancel();
+  b->job->Cancel();
+  a->job->Cancel();  // twice: still completed once
+  EXPECT_EQ(a->result.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(b->result.status.code(), absl::StatusCode::kCancelled);
+  devices_[0]->Release();
+  ASSERT_TRUE(other->Await());
+  EXPECT_THAT(Tags(devices_[0]->attempted()), ElementsAre(ElementsAre(-1), ElementsAre(3)));
+}
+
+TEST_F(SchedulerTest, CancellingARunningJobLetsItFinish) {
+  Start(Options());
+  auto blocker = OccupyDevice();
+  blocker->job->Cancel();  // already on the device: nothing to take back
+  EXPECT_FALSE(blocker->finished.HasBeenNotified());
+  devices_[0]->Release();
+  ASSERT_TRUE(blocker->Await());
+  EXPECT_TRUE(blocker->result.status.ok());
 }
 
 TEST_F(SchedulerTest, AFullQueueRejectsUntilItDrains) {
@@ -431,6 +462,8 @@ TEST_F(SchedulerTest, AFailedDeviceIsRemovedAndItsJobsRunElsewhere) {
   EXPECT_THAT(observer_.removed(), ElementsAre("test:0"));
   EXPECT_EQ(devices_[0]->attempted().size(), 1u);
   EXPECT_TRUE(devices_[0]->executed().empty());
+  // The batch that ran twice reports its jobs' wait once.
+  EXPECT_EQ(observer_.jobs_started(), 2);
 
   // From now on everything runs on the healthy device.
   auto later = Submit(ScanOf(kF32, {4}, 3));
@@ -640,6 +673,101 @@ TEST_F(SchedulerTest, EvictsFromEveryDeviceAndReportsDevices) {
   EXPECT_EQ(statuses[1].description.name, "test:1");
   EXPECT_TRUE(statuses[0].healthy);
   EXPECT_EQ(statuses[0].memory_bytes, devices_[0]->memory_bytes());
+}
+
+TEST_F(SchedulerTest, ASharedWeightCountsOnceTowardsTheByteCap) {
+  // Four multiplies by one B fit a cap that holds B once and four A's; were B
+  // counted per job, they would run one by one.
+  std::vector<int8_t> large(64 * 1024);
+  Tensor b = ::dmlserve::testing::MakeTensor(DataType::kInt8, {256, 256}, large);
+  b.registered_id = "w";
+  auto matmul = [&b](uint32_t m) {
+    QuantizedMatMulTensors tensors;
+    tensors.a =
+        ::dmlserve::testing::MakeTensor(DataType::kInt8, {m, 256}, std::vector<int8_t>(m * 256, 1));
+    tensors.a_scale = Scale(0.5f);
+    tensors.b = b;
+    tensors.b_scale = Scale(1.0f);
+    tensors.output_scale = Scale(1.0f);
+    return Operation(*MakeQuantizedMatMulOperation(std::move(tensors), DataType::kInt8));
+  };
+  const Operation one = matmul(1);
+  SchedulerOptions options = Options();
+  options.max_batch_bytes = OperationBytes(one) + 3 * (OperationBytes(one) - b.byte_size());
+  ASSERT_LT(options.max_batch_bytes, 2 * OperationBytes(one));
+  Start(options);
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> jobs;
+  for (uint32_t m = 1; m <= 5; ++m) jobs.push_back(Submit(matmul(1)));
+  devices_[0]->Release();
+  for (auto& job : jobs) ASSERT_TRUE(job->Await());
+  EXPECT_EQ(jobs[0]->result.info.batch_size, 4u);
+  EXPECT_EQ(jobs[4]->result.info.batch_size, 1u);
+}
+
+TEST_F(SchedulerTest, ACheapJobRunsOnTheSubmittingThreadWhenADeviceIsIdle) {
+  Start(Options(64, absl::Hours(1)));
+  devices_[0]->RunOnCallerThread(true);
+  auto job = Submit(ScanOf(kF32, {5}, 1));
+  // Already answered when Submit returns, from this thread.
+  EXPECT_TRUE(job->finished.HasBeenNotified());
+  ExpectCorrectScan(*job);
+  EXPECT_THAT(devices_[0]->threads(), ElementsAre(std::this_thread::get_id()));
+  EXPECT_EQ(observer_.jobs_started(), 1);
+}
+
+TEST_F(SchedulerTest, ACheapJobQueuesBehindABusyDevice) {
+  Start(Options());
+  devices_[0]->RunOnCallerThread(true);
+  // The blocker runs on its own thread, since it holds the device.
+  devices_[0]->Hold();
+  std::shared_ptr<Submitted> blocker;
+  std::thread submitter([&] { blocker = Submit(ScanOf(DataType::kInt32, {1}, -1)); });
+  devices_[0]->AwaitEntered(1);
+  auto queued = Submit(ScanOf(kF32, {5}, 1));
+  EXPECT_FALSE(queued->finished.HasBeenNotified());
+  devices_[0]->Release();
+  submitter.join();
+  ASSERT_TRUE(queued->Await());
+  ExpectCorrectScan(*queued);
+  const std::vector<std::thread::id> threads = devices_[0]->threads();
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_NE(threads[1], std::this_thread::get_id());  // a device worker ran it
+}
+
+TEST_F(SchedulerTest, ConcurrentSubmitsAndCancelsCompleteEveryJobOnce) {
+  // Submitters race each other, the devices' workers and cancellations; every
+  // job completes exactly once, with its own answer or CANCELLED.
+  SchedulerOptions options = Options(/*max_batch_size=*/8, absl::Microseconds(50));
+  options.max_queue = 1 << 20;
+  Start(options, /*device_count=*/2, /*inflight=*/2);
+  devices_[1]->RunOnCallerThread(true);
+  constexpr int kThreads = 4;
+  constexpr int kJobsPerThread = 300;
+  std::vector<std::vector<std::shared_ptr<Submitted>>> jobs(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &jobs] {
+      for (int i = 0; i < kJobsPerThread; ++i) {
+        const DataType type = i % 3 == 0 ? DataType::kInt32 : kF32;
+        auto job = Submit(ScanOf(type, {3}, static_cast<float>(t * 1000 + i)));
+        if (i % 5 == 0) job->job->Cancel();
+        jobs[t].push_back(std::move(job));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (auto& per_thread : jobs) {
+    for (auto& job : per_thread) {
+      ASSERT_TRUE(job->Await());
+      if (job->result.status.code() == absl::StatusCode::kCancelled) continue;
+      ExpectCorrectScan(*job);
+    }
+  }
+  scheduler_->Shutdown();
+  const std::vector<int> depths = observer_.depths();
+  ASSERT_FALSE(depths.empty());
+  EXPECT_EQ(depths.back(), 0);
 }
 
 TEST_F(SchedulerTest, RejectsAJobWithoutACallback) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,10 @@ class TestDevice : public Device {
 
   const DeviceDescription& description() const override { return description_; }
   int max_inflight_batches() const override { return max_inflight_batches_; }
+  bool MayRunOnCallerThread(const Operation&) const override {
+    absl::MutexLock lock(&mu_);
+    return run_on_caller_thread_;
+  }
 
   absl::Status Execute(absl::Span<WorkItem> items) override {
     std::vector<Operation> batch;
@@ -47,6 +52,7 @@ class TestDevice : public Device {
       absl::MutexLock lock(&mu_);
       ++entered_;
       attempted_.push_back(batch);
+      threads_.push_back(std::this_thread::get_id());
       changed_.SignalAll();
       while (held_) changed_.Wait(&mu_);
       if (failures_left_ > 0) {
@@ -76,6 +82,12 @@ class TestDevice : public Device {
     resident_.erase(std::string(registered_id));
   }
   uint64_t memory_bytes() const override { return 4096; }
+
+  // Whether MayRunOnCallerThread says yes (to every operation).
+  void RunOnCallerThread(bool yes) {
+    absl::MutexLock lock(&mu_);
+    run_on_caller_thread_ = yes;
+  }
 
   // Batches entering Execute wait until Release().
   void Hold() {
@@ -111,6 +123,11 @@ class TestDevice : public Device {
     absl::MutexLock lock(&mu_);
     return executed_;
   }
+  // The thread that entered Execute, per attempted batch.
+  std::vector<std::thread::id> threads() const {
+    absl::MutexLock lock(&mu_);
+    return threads_;
+  }
   std::vector<std::string> evicted() const {
     absl::MutexLock lock(&mu_);
     return evicted_;
@@ -122,6 +139,8 @@ class TestDevice : public Device {
   mutable absl::Mutex mu_;
   absl::CondVar changed_;  // entered_ or held_ changed
   bool held_ ABSL_GUARDED_BY(mu_) = false;
+  bool run_on_caller_thread_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> resident_ ABSL_GUARDED_BY(mu_);

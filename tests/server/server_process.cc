@@ -89,6 +89,20 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     }
   }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return SpawnAndAwait(binary, std::move(args), /*with_metrics=*/true, startup_timeout);
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartGrpcOnly(
+    const std::string& binary, const std::vector<std::string>& extra_args,
+    absl::Duration startup_timeout) {
+  std::vector<std::string> args = {"--listen=127.0.0.1:0"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return SpawnAndAwait(binary, std::move(args), /*with_metrics=*/false, startup_timeout);
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::SpawnAndAwait(
+    const std::string& binary, std::vector<std::string> args, bool with_metrics,
+    absl::Duration startup_timeout) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> spawned = Spawn(binary, std::move(args));
   if (!spawned.ok()) return spawned.status();
   std::unique_ptr<ServerProcess> process = *std::move(spawned);
@@ -98,10 +112,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   {
     ServerProcess* p = process.get();
     absl::MutexLock lock(&p->mutex_);
-    auto ready_or_closed = [p]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mutex_) {
+    auto ready_or_closed = [p, with_metrics]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mutex_) {
       std::smatch grpc, metrics;
-      return p->output_closed_ || (std::regex_search(p->output_, grpc, GrpcLine()) &&
-                                   std::regex_search(p->output_, metrics, MetricsLine()));
+      return p->output_closed_ ||
+             (std::regex_search(p->output_, grpc, GrpcLine()) &&
+              (!with_metrics || std::regex_search(p->output_, metrics, MetricsLine())));
     };
     ready = p->mutex_.AwaitWithTimeout(absl::Condition(&ready_or_closed), startup_timeout) &&
             !p->output_closed_;
@@ -109,13 +124,15 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   }
   if (!ready) {
     process.reset();  // kills and reaps the child
-    return absl::UnavailableError(absl::StrCat("dmlserve did not get ready:\n", output));
+    return absl::UnavailableError(absl::StrCat(binary, " did not get ready:\n", output));
   }
   std::smatch match;
   std::regex_search(output, match, GrpcLine());
   process->grpc_address_ = match[1];
-  std::regex_search(output, match, MetricsLine());
-  process->metrics_address_ = match[1];
+  if (with_metrics) {
+    std::regex_search(output, match, MetricsLine());
+    process->metrics_address_ = match[1];
+  }
   return process;
 }
 

@@ -32,6 +32,13 @@ class ServerProcess {
       const std::string& binary, const std::vector<std::string>& extra_args = {},
       absl::Duration startup_timeout = absl::Seconds(60));
 
+  // Runs `binary --listen=127.0.0.1:0 extra_args...` (not DMLSERVE_SERVER_ARGS)
+  // and waits only for the "serving gRPC on" line: for servers without
+  // metrics, such as bench/load_generator's dmlserve-echo.
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> StartGrpcOnly(
+      const std::string& binary, const std::vector<std::string>& extra_args = {},
+      absl::Duration startup_timeout = absl::Seconds(60));
+
   // Runs `binary args...` until it exits (killed after `timeout`), for
   // start-up failures: its exit code and everything it printed.
   struct Exit {
@@ -70,6 +77,10 @@ class ServerProcess {
   // Starts `binary args...` with stdout and stderr collected.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Spawn(const std::string& binary,
                                                               std::vector<std::string> args);
+  // Spawn, then wait for the gRPC line (and the metrics line if asked).
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> SpawnAndAwait(
+      const std::string& binary, std::vector<std::string> args, bool with_metrics,
+      absl::Duration startup_timeout);
   void ReadOutput(int fd);
   void Reap(int wait_status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 

@@ -1,0 +1,97 @@
+#include "scheduler/device_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace dmlserve {
+
+DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
+                       std::vector<std::unique_ptr<Device>> fallback) {
+  const size_t primaries = primary.size();
+  for (auto& device : fallback) primary.push_back(std::move(device));
+  for (size_t i = 0; i < primary.size(); ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->device = std::move(primary[i]);
+    slot->fallback = i >= primaries;
+    slot->workers = std::max(1, slot->device->max_inflight_batches());
+    slots_.push_back(std::move(slot));
+  }
+  healthy_ = static_cast<int>(slots_.size());
+  healthy_primary_ = static_cast<int>(primaries);
+  if (slots_.empty()) last_failure_ = "no devices configured";
+}
+
+bool DevicePool::Serves(const Slot& slot) const {
+  return slot.healthy && (!slot.fallback || healthy_primary_ == 0);
+}
+
+bool DevicePool::ShouldTake(const Slot& slot) const {
+  if (!Serves(slot) || slot.inflight >= slot.workers) return false;
+  for (const auto& other : slots_) {
+    if (other.get() != &slot && Serves(*other) && other->inflight < other->workers &&
+        other->inflight < slot.inflight) {
+      return false;
+    }
+  }
+  return true;
+}
+
+DevicePool::Slot* DevicePool::IdleSlot() {
+  for (const auto& slot : slots_) {
+    if (Serves(*slot) && slot->idle()) return slot.get();
+  }
+  return nullptr;
+}
+
+void DevicePool::Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline) {
+  ++slot.waiting;
+  slot.wake.WaitWithDeadline(mu, deadline);
+  --slot.waiting;
+  // Woken by a signal or not (timeout, spurious wake), this worker is awake:
+  // a pending signal it may have consumed must not count as still pending.
+  slot.wakes_pending = std::min(slot.wakes_pending, slot.waiting);
+  if (slot.wakes_pending > 0) --slot.wakes_pending;
+}
+
+bool DevicePool::Signal(Slot& slot) {
+  if (slot.waiting <= slot.wakes_pending) return false;
+  ++slot.wakes_pending;
+  slot.wake.Signal();
+  return true;
+}
+
+void DevicePool::WakeOne(bool busy_may_take) {
+  for (const auto& slot : slots_) {
+    if (Serves(*slot) && slot->idle() && Signal(*slot)) return;
+  }
+  if (!busy_may_take) return;
+  // The least loaded device with room, as ShouldTake would pick.
+  Slot* best = nullptr;
+  for (const auto& slot : slots_) {
+    if (Serves(*slot) && slot->inflight < slot->workers && slot->waiting > slot->wakes_pending &&
+        (best == nullptr || slot->inflight < best->inflight)) {
+      best = slot.get();
+    }
+  }
+  if (best != nullptr) Signal(*best);
+}
+
+void DevicePool::WakeAll() {
+  for (const auto& slot : slots_) {
+    slot->wakes_pending = slot->waiting;
+    slot->wake.SignalAll();
+  }
+}
+
+bool DevicePool::MarkFailed(Slot& slot, const absl::Status& failure) {
+  if (!slot.healthy) return false;
+  slot.healthy = false;
+  --healthy_;
+  if (!slot.fallback) --healthy_primary_;
+  last_failure_ = absl::StrCat(slot.device->description().name, " failed: ", failure.ToString());
+  return true;
+}
+
+}  // namespace dmlserve

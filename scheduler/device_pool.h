@@ -1,0 +1,102 @@
+#ifndef DMLSERVE_SCHEDULER_DEVICE_POOL_H_
+#define DMLSERVE_SCHEDULER_DEVICE_POOL_H_
+
+// The devices the scheduler feeds, and the placement policy among them.
+//
+// Each device has max_inflight_batches() worker threads (owned by the
+// scheduler) that pull batches; a batch may also run on the thread that
+// submitted it (Device::MayRunOnCallerThread). The pool tracks, per device,
+// its health, how many batches it runs and how many of its workers wait for
+// work, and decides:
+//  - who serves: healthy primary devices; fallback devices (the CPU behind
+//    GPUs) only once every primary has failed, so a lost GPU never strands a
+//    request and a healthy one is never bypassed;
+//  - who takes the next batch: the serving device running the fewest
+//    batches (least outstanding work). Devices pull, so this turns "whoever
+//    wakes first" into placement;
+//  - whom to wake: one waiting worker of the device that should take the
+//    work, never all of them (on two cores a stampede costs more than it
+//    saves).
+//
+// Not thread-safe: the scheduler guards it with its mutex, which its condition
+// variables wait on.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/backend/device.h"
+
+namespace dmlserve {
+
+class DevicePool {
+ public:
+  struct Slot {
+    std::unique_ptr<Device> device;
+    bool healthy = true;
+    bool fallback = false;
+    int workers = 1;        // max_inflight_batches(): threads running its batches
+    int inflight = 0;       // batches it runs now, on workers or submitting threads
+    int waiting = 0;        // its workers blocked in Wait
+    int wakes_pending = 0;  // of those, signalled and not yet awake
+    absl::CondVar wake;
+
+    bool idle() const { return inflight == 0; }
+  };
+
+  // `primary` must not be empty for the scheduler to run anything.
+  DevicePool(std::vector<std::unique_ptr<Device>> primary,
+             std::vector<std::unique_ptr<Device>> fallback);
+
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  size_t size() const { return slots_.size(); }
+  Slot& at(size_t index) { return *slots_[index]; }
+  const Slot& at(size_t index) const { return *slots_[index]; }
+
+  // Whether `slot` takes work at all.
+  bool Serves(const Slot& slot) const;
+
+  // Whether `slot` should take the next batch: it serves, and no other
+  // serving device with a free worker runs fewer batches.
+  bool ShouldTake(const Slot& slot) const;
+
+  // A serving device that runs nothing (the least loaded by definition), or
+  // null.
+  Slot* IdleSlot();
+
+  // Blocks a worker of `slot` on `mu` until woken or `deadline`.
+  void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);
+
+  // Wakes one waiting worker that should take work now: one of an idle
+  // serving device, or, when `busy_may_take` (a batch a busy device may start
+  // is ready, or a new due time must be armed), one of a serving device with
+  // room. Does nothing when no such worker waits.
+  void WakeOne(bool busy_may_take);
+
+  // Wakes every waiting worker (a device failed, or shutdown).
+  void WakeAll();
+
+  // Takes `slot` out of rotation after `failure`; false when it already was.
+  bool MarkFailed(Slot& slot, const absl::Status& failure);
+
+  int healthy() const { return healthy_; }
+  // Why the last device failed ("no devices configured" when there are none).
+  const std::string& last_failure() const { return last_failure_; }
+
+ private:
+  // Signals one not-yet-signalled waiting worker of `slot`; false if none.
+  bool Signal(Slot& slot);
+
+  std::vector<std::unique_ptr<Slot>> slots_;  // primaries first; never resized
+  int healthy_ = 0;
+  int healthy_primary_ = 0;
+  std::string last_failure_;
+};
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SCHEDULER_DEVICE_POOL_H_
