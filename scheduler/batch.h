@@ -16,15 +16,14 @@ namespace dmlserve {
 
 // Jobs sharing one compatibility key, to be run as one Device::Execute call.
 struct Batch {
-  Batch(CompatibilityKey key, uint64_t shared_bytes)
-      : key(std::move(key)), shared_bytes(shared_bytes), bytes(shared_bytes) {}
+  explicit Batch(CompatibilityKey key) : key(std::move(key)) {}
 
   CompatibilityKey key;
   std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<uint64_t> job_bytes;  // each job's own bytes (BatchBytes::own)
-  // The operands every job shares (a matrix multiply's B), counted once.
-  uint64_t shared_bytes = 0;
-  uint64_t bytes = 0;  // shared_bytes plus every job's own bytes
+  // Each job's own bytes: its operands and output, without those the batch
+  // shares (SharedOperandBytes), which it holds once however many jobs it has.
+  std::vector<uint64_t> job_bytes;
+  uint64_t bytes = 0;  // the sum of job_bytes
   // The enqueue time of the oldest job: the batch's age, which orders batches
   // and starts its queue-delay clock.
   absl::Time oldest_enqueue = absl::InfiniteFuture();
@@ -64,7 +63,7 @@ template <typename Predicate>
 std::vector<std::shared_ptr<Job>> Batch::RemoveIf(Predicate remove) {
   std::vector<std::shared_ptr<Job>> removed;
   size_t kept = 0;
-  bytes = shared_bytes;
+  bytes = 0;
   oldest_enqueue = absl::InfiniteFuture();
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (remove(*jobs[i])) {

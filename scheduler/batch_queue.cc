@@ -44,16 +44,16 @@ std::unique_ptr<Batch> BatchQueue::Unlink(Batch* batch) {
   return owned;
 }
 
-void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, JobBytes bytes) {
+void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes) {
   auto it = open_by_key_.find(key);
   Batch* batch = it == open_by_key_.end() ? nullptr : it->second;
-  if (batch != nullptr && batch->bytes + bytes.own > limits_.max_batch_bytes) {
+  if (batch != nullptr && batch->bytes + own_bytes > limits_.max_batch_bytes) {
     // The job does not fit: the open batch is as full as it gets.
     Close(batch);
     batch = nullptr;
   }
   if (batch == nullptr) {
-    auto created = std::make_unique<Batch>(key, bytes.shared);
+    auto created = std::make_unique<Batch>(key);
     created->sequence = next_sequence_++;
     created->created = job->enqueue_time;
     batch = created.get();
@@ -62,7 +62,7 @@ void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, JobBytes by
     open_by_key_.emplace(std::move(key), batch);
   }
   job->waiting_in = batch;
-  batch->Add(std::move(job), bytes.own);
+  batch->Add(std::move(job), own_bytes);
   ++job_count_;
   if (close_all_ || static_cast<int>(batch->jobs.size()) >= limits_.max_batch_size ||
       batch->bytes >= limits_.max_batch_bytes) {

@@ -50,12 +50,6 @@ struct BatchLimits {
   absl::Duration max_queue_delay = absl::Microseconds(200);
 };
 
-// A job's size as the byte cap sees it.
-struct JobBytes {
-  uint64_t own = 0;     // its own operands and output
-  uint64_t shared = 0;  // operands every job of its batch shares (SharedOperandBytes)
-};
-
 class BatchQueue {
  public:
   // How many of the oldest runnable batches a device looks at for one with its
@@ -64,10 +58,11 @@ class BatchQueue {
 
   explicit BatchQueue(const BatchLimits& limits);
 
-  // Adds a job whose enqueue_time is set, under `key` (its CompatibilityKey,
-  // computed by the caller outside any lock: for an inline B it hashes the
-  // bytes). Sets job->waiting_in.
-  void Add(std::shared_ptr<Job> job, CompatibilityKey key, JobBytes bytes);
+  // Adds a job whose enqueue_time is set, under `key` (its CompatibilityKey)
+  // with `own_bytes` (OperationBytes less SharedOperandBytes), both computed
+  // by the caller outside any lock (the key of an inline B hashes its bytes).
+  // Sets job->waiting_in.
+  void Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes);
 
   // Whether a device could start a batch now; `idle`: it runs none.
   bool HasRunnable(absl::Time now, bool idle) const;

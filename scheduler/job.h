@@ -42,10 +42,10 @@ class JobCancellationListener {
 // The submitter keeps a shared_ptr and may call Cancel() at any time (client
 // cancellation, or the client's deadline passing); a job cancelled while it
 // waits completes at once with CANCELLED and is never computed. A job whose
-// `deadline` passes while it waits completes with DEADLINE_EXCEEDED when its
-// batch is formed. `done` is called exactly once, from the submitting thread
-// (a job run on it, see Device::MayRunOnCallerThread), a scheduler thread or
-// the thread that cancelled it, and must not block.
+// `deadline` passes, or whose cancelled_elsewhere turns true, while it waits
+// completes (DEADLINE_EXCEEDED, CANCELLED) when its batch forms, uncomputed. `done` is called
+// exactly once, from the submitting thread (a job run on it, see Device::MayRunOnCallerThread), a
+// scheduler thread or the thread that cancelled it, and must not block.
 struct Job {
   Operation operation;
   absl::Time deadline = absl::InfiniteFuture();
@@ -57,7 +57,15 @@ struct Job {
       listener->OnJobCancelled(*this);
     }
   }
-  bool is_cancelled() const { return cancelled.load(std::memory_order_relaxed); }
+  bool is_cancelled() const {
+    return cancelled.load(std::memory_order_relaxed) ||
+           (cancelled_elsewhere && cancelled_elsewhere());
+  }
+
+  // Optional, set by the submitter: a cancellation it cannot push through
+  // Cancel(), polled whenever the scheduler checks is_cancelled() (when a
+  // batch forms). The unary RPC sets it to ask gRPC whether its call ended.
+  absl::AnyInvocable<bool() const> cancelled_elsewhere;
 
   // Set by the scheduler.
   absl::Time enqueue_time;

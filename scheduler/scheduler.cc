@@ -121,9 +121,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   // The key hashes an inline B and the sizes walk the operands: done before
   // taking the lock, which then does O(1) work.
   CompatibilityKey key = CompatibilityKey::For(job->operation);
-  JobBytes bytes;
-  bytes.shared = SharedOperandBytes(job->operation);
-  bytes.own = OperationBytes(job->operation) - bytes.shared;
+  const uint64_t own_bytes = OperationBytes(job->operation) - SharedOperandBytes(job->operation);
   mu_.Lock();
   absl::Status refused;
   if (shutting_down_) {
@@ -149,8 +147,8 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
       ++idle->inflight;
       ++inflight_batches_;
       mu_.Unlock();
-      auto batch = std::make_unique<Batch>(std::move(key), bytes.shared);
-      batch->Add(std::move(job), bytes.own);
+      auto batch = std::make_unique<Batch>(std::move(key));
+      batch->Add(std::move(job), own_bytes);
       RunOnCaller(idle, std::move(batch));
       return absl::OkStatus();
     }
@@ -158,7 +156,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   const bool was_empty = queue_.empty();
   const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
   job->cancellation_listener.store(this, std::memory_order_release);
-  queue_.Add(job, std::move(key), bytes);
+  queue_.Add(job, std::move(key), own_bytes);
   NoteDepthLocked();
   // An idle device takes it. A busy one with room needs waking only when a
   // batch just became startable for it, or a due time appeared to wait for.

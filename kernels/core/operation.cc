@@ -1,5 +1,6 @@
 #include "kernels/core/operation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -99,18 +100,31 @@ Tensor Broadcast(const Tensor& scalar, QuantizationAxis axis, uint32_t count) {
   Tensor expanded = Tensor::Allocate(scalar.data_type, ShapeFor(axis, count));
   const size_t element = DataTypeSize(scalar.data_type);
   uint8_t* out = expanded.mutable_data();
-  for (uint32_t i = 0; i < count; ++i) std::memcpy(out + i * element, scalar.data(), element);
+  const size_t total = element * count;
+  if (total == 0) return expanded;
+  // One element, then doubling copies: a per-column zero point has thousands
+  // of elements, and this runs per request.
+  std::memcpy(out, scalar.data(), element);
+  for (size_t filled = element; filled < total; filled *= 2) {
+    std::memcpy(out + filled, out, std::min(filled, total - filled));
+  }
   return expanded;
 }
 
 absl::Status CheckScaleValues(const Tensor& scale, absl::string_view field, bool allow_zero) {
   const float* values = scale.data_as<float>();
   const uint64_t count = scale.element_count();
+  // One branch-free pass (it vectorizes: per-column scales come with every
+  // request), then a search for the first bad value only when there is one.
+  auto bad = [allow_zero](float value) {
+    return !std::isfinite(value) || (!allow_zero && value == 0.0f);
+  };
+  bool any_bad = false;
+  for (uint64_t i = 0; i < count; ++i) any_bad |= bad(values[i]);
+  if (!any_bad) return absl::OkStatus();
   for (uint64_t i = 0; i < count; ++i) {
-    float value;
-    std::memcpy(&value, values + i, sizeof(value));
-    if (!std::isfinite(value) || (!allow_zero && value == 0.0f)) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".data[", i, "]: ", value,
+    if (bad(values[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".data[", i, "]: ", values[i],
                                                      " is not a valid scale (must be finite",
                                                      allow_zero ? ")" : " and non-zero)"));
     }

@@ -18,7 +18,7 @@ namespace {
 // batch): a worker that spins this long after its last chunk is there for
 // the next call without a futex wake-up, and an idle pool sleeps again
 // within a fraction of a millisecond.
-constexpr auto kSpin = std::chrono::microseconds(100);
+constexpr auto kSpin = std::chrono::microseconds(20);
 
 // Spins (with pause) until `ready()` or kSpin has passed; returns ready().
 template <typename Ready>

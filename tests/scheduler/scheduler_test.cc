@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
+#include "scheduler/compatibility_key.h"
 #include "tests/scheduler/test_device.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -675,30 +676,30 @@ TEST_F(SchedulerTest, EvictsFromEveryDeviceAndReportsDevices) {
   EXPECT_EQ(statuses[0].memory_bytes, devices_[0]->memory_bytes());
 }
 
-TEST_F(SchedulerTest, ASharedWeightCountsOnceTowardsTheByteCap) {
-  // Four multiplies by one B fit a cap that holds B once and four A's; were B
-  // counted per job, they would run one by one.
-  std::vector<int8_t> large(64 * 1024);
-  Tensor b = ::dmlserve::testing::MakeTensor(DataType::kInt8, {256, 256}, large);
+TEST_F(SchedulerTest, ASharedWeightDoesNotCountTowardsTheByteCap) {
+  // A B larger than the whole cap: the batch holds it once however many jobs
+  // use it, so four jobs still fit a cap of four A's and outputs.
+  std::vector<int8_t> large(256 * 1024);
+  Tensor b = ::dmlserve::testing::MakeTensor(DataType::kInt8, {256, 1024}, large);
   b.registered_id = "w";
-  auto matmul = [&b](uint32_t m) {
+  auto matmul = [&b]() {
     QuantizedMatMulTensors tensors;
     tensors.a =
-        ::dmlserve::testing::MakeTensor(DataType::kInt8, {m, 256}, std::vector<int8_t>(m * 256, 1));
+        ::dmlserve::testing::MakeTensor(DataType::kInt8, {1, 256}, std::vector<int8_t>(256, 1));
     tensors.a_scale = Scale(0.5f);
     tensors.b = b;
     tensors.b_scale = Scale(1.0f);
     tensors.output_scale = Scale(1.0f);
     return Operation(*MakeQuantizedMatMulOperation(std::move(tensors), DataType::kInt8));
   };
-  const Operation one = matmul(1);
+  const Operation one = matmul();
   SchedulerOptions options = Options();
-  options.max_batch_bytes = OperationBytes(one) + 3 * (OperationBytes(one) - b.byte_size());
-  ASSERT_LT(options.max_batch_bytes, 2 * OperationBytes(one));
+  options.max_batch_bytes = 4 * (OperationBytes(one) - SharedOperandBytes(one));
+  ASSERT_LT(options.max_batch_bytes, b.byte_size());
   Start(options);
   auto blocker = OccupyDevice();
   std::vector<std::shared_ptr<Submitted>> jobs;
-  for (uint32_t m = 1; m <= 5; ++m) jobs.push_back(Submit(matmul(1)));
+  for (int i = 0; i < 5; ++i) jobs.push_back(Submit(matmul()));
   devices_[0]->Release();
   for (auto& job : jobs) ASSERT_TRUE(job->Await());
   EXPECT_EQ(jobs[0]->result.info.batch_size, 4u);
