@@ -141,7 +141,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   job->enqueue_time = now;
   // Nothing waits and a device is idle: a cheap job runs right here, which
   // saves the hand-off to a worker (most of its latency at low load).
-  if (queue_.empty()) {
+  if (queue_.empty() && options_.injected_batch_delay <= absl::ZeroDuration()) {
     Slot* idle = pool_.IdleSlot();
     if (idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
       ++idle->inflight;
@@ -290,6 +290,21 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
 }
 
 absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
+  if (options_.injected_batch_delay > absl::ZeroDuration()) {
+    absl::SleepFor(options_.injected_batch_delay);
+  }
+  // Checked again right before the device starts: a job cancelled or expired
+  // since its batch formed is still not computed.
+  const absl::Time now = absl::Now();
+  std::vector<Completion> dead;
+  for (auto& job : batch.RemoveIf(
+           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
+    absl::Status status = StatusForDeadJob(*job);
+    dead.push_back({std::move(job), std::move(status)});
+  }
+  Complete(dead);
+  if (batch.jobs.empty()) return absl::OkStatus();
+
   const std::string& device_name = slot.device->description().name;
   const OperatorKind kind = batch.key.kind();
   const int size = static_cast<int>(batch.jobs.size());

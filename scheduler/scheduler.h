@@ -1,15 +1,20 @@
 #ifndef DMLSERVE_SCHEDULER_SCHEDULER_H_
 #define DMLSERVE_SCHEDULER_SCHEDULER_H_
 
-// The dynamic batch scheduler.
+// The dynamic batch scheduler: admission, and the glue between its parts.
 //
-// Jobs are grouped by compatibility key (compatibility_key.h) into pending
-// batches. A batch closes when it holds max_batch_size jobs or max_batch_bytes
-// bytes, or when its oldest job has waited max_queue_delay; closed batches go
-// to a ready queue from which every device pulls when it has a free slot; a
-// device with batches running leaves the next one to an idle device with
-// fewer (least-outstanding-work placement), and a device prefers batches whose
-// registered tensors are resident on it. Admission is bounded by max_queue.
+//  - batch_queue.h (the batching policy): jobs grouped by compatibility key
+//    (compatibility_key.h) into batches; an idle device takes the oldest at
+//    once, a busy device with room only a full or max_queue_delay-old one.
+//  - device_pool.h (placement): which devices serve, which takes the next
+//    batch (least loaded), which worker to wake.
+//  - here: Submit (admission bounded by max_queue; a cheap job on an idle
+//    device runs on the submitting thread, see Device::MayRunOnCallerThread),
+//    one worker thread per device slot pulling batches, device failures (the
+//    batch runs again elsewhere), cancellation and shutdown.
+//
+// A device prefers batches whose registered tensors are resident on it
+// (BatchQueue::Take); EvictTensor forwards registry releases to every device.
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +34,12 @@ struct SchedulerOptions {
   uint64_t max_batch_bytes = 64ull << 20;
   absl::Duration max_queue_delay = absl::Microseconds(200);
   int max_queue = 1024;  // jobs admitted and not yet started
+  // Fault injection for tests: every batch waits this long on its device
+  // thread before it runs, as behind a long kernel, so that tests of a busy
+  // server (queued, cancelled, expired requests) need no real long work.
+  // Cheap jobs then never run on the submitting thread. The server sets it
+  // from DMLSERVE_INJECT_BATCH_DELAY_US; 0 (off) otherwise.
+  absl::Duration injected_batch_delay = absl::ZeroDuration();
 };
 
 struct DeviceStatus {
@@ -53,7 +64,9 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Admits a job. RESOURCE_EXHAUSTED when max_queue jobs are waiting,
-  // UNAVAILABLE after Shutdown() began. On error `done` is not called.
+  // UNAVAILABLE after Shutdown() began. On error `done` is not called. On
+  // success `done` may already have been called, on this thread, before
+  // Submit returns (a cheap job an idle device ran here).
   absl::Status Submit(std::shared_ptr<Job> job);
 
   // Stops admitting, runs every admitted job to completion, then stops the

@@ -92,6 +92,12 @@ int Run(TerminationSignal& termination) {
         absl::StrCat("--backend=", config->backend, ": no devices: ", devices.status().message())));
   }
   LogDevices(*devices);
+  if (config->scheduler.injected_batch_delay > absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "dmlserve: fault injection: every batch waits %s before it runs "
+                 "(DMLSERVE_INJECT_BATCH_DELAY_US)\n",
+                 absl::FormatDuration(config->scheduler.injected_batch_delay).c_str());
+  }
   std::vector<AdapterReport> adapters = devices->adapters;
   Scheduler scheduler(config->scheduler, std::move(devices->devices), &service_metrics,
                       std::move(devices->fallback_devices));

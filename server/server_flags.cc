@@ -1,6 +1,7 @@
 #include "server/server_flags.h"
 
 #include <climits>
+#include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -33,9 +34,11 @@ ABSL_FLAG(int, d3d12_fail_after_batches, -1,
 ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().max_batch_size,
           "Most requests the scheduler puts in one batch.");
 ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_bytes,
-          "Most bytes (inputs and outputs) in one batch.");
+          "Most bytes (each request's inputs and output) in one batch; operands the batch shares, "
+          "such as a matrix multiply's B, count once and not towards it.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 200,
-          "How long the oldest request of a batch may wait for more to join it, in microseconds.");
+          "The longest a forming batch waits for more requests while a device with room is busy, "
+          "in microseconds. An idle device starts the oldest batch at once, whatever this is.");
 ABSL_FLAG(int, max_queue, dmlserve::SchedulerOptions().max_queue,
           "Requests admitted and not yet started; beyond it requests fail with "
           "RESOURCE_EXHAUSTED.");
@@ -84,6 +87,14 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.scheduler.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   const int64_t delay_us = absl::GetFlag(FLAGS_max_queue_delay_us);
   config.scheduler.max_queue_delay = absl::Microseconds(delay_us);
+  if (const char* injected = std::getenv("DMLSERVE_INJECT_BATCH_DELAY_US")) {
+    int64_t microseconds = 0;
+    if (!absl::SimpleAtoi(injected, &microseconds) || microseconds < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("DMLSERVE_INJECT_BATCH_DELAY_US=", injected,
+                                                     ": expected a number of microseconds"));
+    }
+    config.scheduler.injected_batch_delay = absl::Microseconds(microseconds);
+  }
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);

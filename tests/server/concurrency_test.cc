@@ -19,6 +19,9 @@ class ConcurrencyTest : public ServerTest {
   std::vector<std::string> ServerFlags() const override {
     return {"--cpu_devices=2", "--max_queue_delay_us=2000", "--max_batch_size=32"};
   }
+  // Devices busy for a while per batch, so that requests arriving meanwhile
+  // queue and batch (otherwise small scans run alone on an idle device).
+  absl::Duration InjectedBatchDelay() const override { return absl::Milliseconds(5); }
 };
 
 TEST_F(ConcurrencyTest, ManyClientsGetCorrectAnswersAndRequestsAreBatched) {

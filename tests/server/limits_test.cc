@@ -67,12 +67,12 @@ TEST_F(OversizedRequestTest, AHugeOutputFromSmallInputsIsResourceExhausted) {
   ExpectServerStillAnswers();
 }
 
-// Jobs wait long enough in the scheduler for the client to give up on them.
+// Batches take long enough (an injected 3 s before each runs) for the client
+// to give up on its request first.
 class SlowQueueTest : public ServerTest {
  protected:
-  std::vector<std::string> ServerFlags() const override {
-    return {"--max_queue_delay_us=3000000", "--max_batch_size=64"};
-  }
+  std::vector<std::string> ServerFlags() const override { return {"--max_batch_size=64"}; }
+  absl::Duration InjectedBatchDelay() const override { return absl::Seconds(3); }
 
   // Not computed: no batch of the operator ran.
   void ExpectNoBatchRan() {
@@ -87,8 +87,8 @@ TEST_F(SlowQueueTest, DeadlineExceededJobIsNotComputed) {
       stub_->Execute(context.get(), ScanRequest("late", v1::FLOAT32, {3}, {1, 2, 3}, 0), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 
-  // The server answers the job (to nobody) once its batch would have
-  // started; it must not have been computed.
+  // The server answers the job (to nobody) when its batch is about to run;
+  // it must not have been computed.
   ASSERT_TRUE(WaitForMetric("dmlserve_requests_total", {{"operator", kSum}},
                             [](double count) { return count >= 1; }));
   EXPECT_EQ(Metric("dmlserve_requests_total", {{"operator", kSum}, {"code", "OK"}}).value_or(0),
@@ -128,9 +128,9 @@ TEST_F(SlowQueueTest, CancelledJobIsNotComputed) {
 class InflightBytesTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
-    return {"--max_request_bytes=65536", "--max_inflight_bytes=131072",
-            "--max_queue_delay_us=2000000", "--max_batch_size=64"};
+    return {"--max_request_bytes=65536", "--max_inflight_bytes=131072", "--max_batch_size=64"};
   }
+  absl::Duration InjectedBatchDelay() const override { return absl::Seconds(2); }
 };
 
 TEST_F(InflightBytesTest, RequestsOverTheBudgetAreResourceExhausted) {
@@ -147,8 +147,8 @@ TEST_F(InflightBytesTest, RequestsOverTheBudgetAreResourceExhausted) {
     first_status = std::move(status);
     first_done.Notify();
   });
-  // Waiting in its batch for the 2 s queue delay.
-  ASSERT_TRUE(WaitForMetric("dmlserve_queue_depth", {}, [](double n) { return n == 1; }));
+  // In flight for the injected 2 s.
+  ASSERT_TRUE(WaitForMetric("dmlserve_inflight_requests", {}, [](double n) { return n == 1; }));
   EXPECT_GT(Metric("dmlserve_inflight_request_bytes").value_or(0), 80000.0);
 
   v1::ExecuteResponse response;
@@ -167,11 +167,13 @@ TEST_F(InflightBytesTest, RequestsOverTheBudgetAreResourceExhausted) {
   EXPECT_EQ(TensorValues(response.output()).back(), 10000.0);
 }
 
+// Every device busy (an injected 2 s per batch): the queue fills.
 class FullQueueTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
-    return {"--max_queue=1", "--max_queue_delay_us=2000000", "--max_batch_size=64"};
+    return {"--max_queue=1", "--max_batch_size=64"};
   }
+  absl::Duration InjectedBatchDelay() const override { return absl::Seconds(2); }
 };
 
 TEST_F(FullQueueTest, FloodIsResourceExhaustedBeyondTheQueue) {

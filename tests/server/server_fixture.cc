@@ -33,6 +33,14 @@ std::unique_ptr<grpc::ClientContext> MakeContext(absl::Duration timeout) {
 }
 
 void ServerTest::SetUp() {
+  // The server inherits this process's environment; each test runs in a
+  // process of its own.
+  if (const absl::Duration delay = InjectedBatchDelay(); delay > absl::ZeroDuration()) {
+    setenv("DMLSERVE_INJECT_BATCH_DELAY_US", absl::StrCat(absl::ToInt64Microseconds(delay)).c_str(),
+           /*overwrite=*/1);
+  } else {
+    unsetenv("DMLSERVE_INJECT_BATCH_DELAY_US");
+  }
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start(ServerBinary(), ServerFlags());
   ASSERT_TRUE(server.ok()) << server.status();

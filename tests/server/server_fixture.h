@@ -46,6 +46,10 @@ class ServerTest : public ::testing::Test {
  protected:
   // Flags added to --listen/--metrics_listen for this test's server.
   virtual std::vector<std::string> ServerFlags() const { return {}; }
+  // Fault injection (DMLSERVE_INJECT_BATCH_DELAY_US): every batch waits this
+  // long before it runs, so the server is busy and requests stay in flight or
+  // queue without real long work. Zero: off.
+  virtual absl::Duration InjectedBatchDelay() const { return absl::ZeroDuration(); }
 
   void SetUp() override;
   // Stops the server (SIGTERM) and expects a clean exit.

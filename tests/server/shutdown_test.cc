@@ -18,10 +18,10 @@ namespace {
 
 class ShutdownTest : public ServerTest {
  protected:
-  // Jobs wait in the queue long enough to be in flight when the signal comes.
-  std::vector<std::string> ServerFlags() const override {
-    return {"--max_queue_delay_us=1000000", "--max_batch_size=64"};
-  }
+  // Batches take long enough (an injected second each) for their jobs to be
+  // in flight when the signal comes.
+  std::vector<std::string> ServerFlags() const override { return {"--max_batch_size=64"}; }
+  absl::Duration InjectedBatchDelay() const override { return absl::Seconds(1); }
 };
 
 TEST_F(ShutdownTest, SigtermFinishesInFlightWorkAndExitsZero) {
