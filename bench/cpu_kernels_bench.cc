@@ -117,6 +117,12 @@ DMLSERVE_QGEMM_BENCHMARK(u8s8_1024x1024x1024_registered_b, kU8, kS8, kS8, 1024, 
 DMLSERVE_QGEMM_BENCHMARK(u8s8_16x4096x4096_registered_b, kU8, kS8, kS8, 16, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
+// The load generator's serving shape (dmlserve-load --matmul_shape=1,1024,1024):
+// one request alone, and 32 fused into one batch (s8 A, u8 B, per-column B).
+DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_1x1024x1024_registered_b, kS8, kU8, kS8, 1, 1024, 1024,
+                         true, true);
+DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_32x1024x1024_registered_b, kS8, kU8, kS8, 32, 1024, 1024,
+                         true, true);
 // Odd shapes: tile edges everywhere, K not a multiple of 4, N < 16.
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_255x4001x4095_registered_b, kU8, kS8, kS8, 255, 4001, 4095, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_4096x4093x15_registered_b, kU8, kS8, kS8, 4096, 4093, 15, true);

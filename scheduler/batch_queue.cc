@@ -76,19 +76,20 @@ bool BatchQueue::HasRunnable(absl::Time now, bool idle) const {
   return idle || IsDue(*open_.front(), now);
 }
 
-std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device) {
+std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device,
+                                        absl::FunctionRef<bool(const Batch&)> accept) {
   // The oldest few runnable batches of each list. Open batches are in
   // creation order, so the due ones come first.
   Batch* candidates[2 * kResidencyWindow];
   int count = 0;
   int taken = 0;
   for (auto it = closed_.begin(); it != closed_.end() && taken < kResidencyWindow; ++it, ++taken) {
-    candidates[count++] = it->get();
+    if (accept(**it)) candidates[count++] = it->get();
   }
   taken = 0;
   for (auto it = open_.begin(); it != open_.end() && taken < kResidencyWindow; ++it, ++taken) {
     if (!idle && !IsDue(**it, now)) break;
-    candidates[count++] = it->get();
+    if (accept(**it)) candidates[count++] = it->get();
   }
   if (count == 0) return nullptr;
   std::sort(candidates, candidates + count,

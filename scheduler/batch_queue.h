@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch.h"
@@ -67,9 +68,10 @@ class BatchQueue {
   // Whether a device could start a batch now; `idle`: it runs none.
   bool HasRunnable(absl::Time now, bool idle) const;
 
-  // Removes and returns the batch `device` should run next, or null. Clears
-  // waiting_in of its jobs.
-  std::unique_ptr<Batch> Take(absl::Time now, bool idle, const Device& device);
+  // Removes and returns the batch `device` should run next among those
+  // `accept` agrees to, or null. Clears waiting_in of its jobs.
+  std::unique_ptr<Batch> Take(absl::Time now, bool idle, const Device& device,
+                              absl::FunctionRef<bool(const Batch&)> accept);
 
   // Puts back a batch whose device failed, ahead of everything else.
   void Requeue(std::unique_ptr<Batch> batch);

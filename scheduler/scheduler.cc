@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,11 @@ void Complete(std::vector<Completion>& completions) {
   completions.clear();
 }
 
+// How many batches a submitting thread runs in a row (its own job, then
+// batches that queued meanwhile) before it leaves the rest to the device's
+// workers and returns to gRPC, whose connections it also serves.
+constexpr int kMaxBatchesOnCaller = 4;
+
 absl::Status StatusForDeadJob(const Job& job) {
   if (job.is_cancelled()) return absl::CancelledError("cancelled before it started");
   return absl::DeadlineExceededError("deadline passed while queued");
@@ -62,8 +68,17 @@ class Scheduler::Impl : public JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
-  // Runs `batch` on the submitting thread, on `slot` claimed for it.
+  // Runs `batch` on the submitting thread, on `slot` claimed for it, then
+  // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
+  // while it ran: they fuse as they would on a worker, without a hand-off.
   void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch);
+  // Takes the batch `slot` should run next, or null; `accept` may refuse a
+  // batch. Completes its expired and cancelled jobs into `completions` (null
+  // when none is left) and counts it as running on `slot`.
+  std::unique_ptr<Batch> TakeLocked(Slot* slot, absl::Time now,
+                                    absl::FunctionRef<bool(const Batch&)> accept,
+                                    std::vector<Completion>& completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs a batch outside the lock and completes its jobs. A non-OK result is
   // the device's own failure: then no job was completed.
   absl::Status Run(const Slot& slot, Batch& batch);
@@ -205,25 +220,11 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
       pool_.Wait(*slot, &mu_, deadline);
       continue;
     }
-    std::unique_ptr<Batch> batch = queue_.Take(now, slot->idle(), *slot->device);
-    for (auto& job : batch->RemoveIf(
-             [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
-      absl::Status status = StatusForDeadJob(*job);
-      completions.push_back({std::move(job), std::move(status)});
-    }
-    for (const auto& job : batch->jobs) {
-      job->cancellation_listener.store(nullptr, std::memory_order_relaxed);
-    }
-    NoteDepthLocked();
-    if (batch->jobs.empty()) {
-      batch.reset();
-    } else {
-      ++inflight_batches_;
-      ++slot->inflight;
-      // More waits: let another device (or another worker of this one)
-      // take it or arm its due time; wakes chain one by one.
-      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
-    }
+    std::unique_ptr<Batch> batch = TakeLocked(
+        slot, now, [](const Batch&) { return true; }, completions);
+    // More waits: let another device (or another worker of this one) take it
+    // or arm its due time; wakes chain one by one.
+    if (batch != nullptr && !queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
     mu_.Unlock();
 
     ReportDepth();
@@ -244,22 +245,55 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
   mu_.Unlock();
 }
 
+std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
+                                                   absl::FunctionRef<bool(const Batch&)> accept,
+                                                   std::vector<Completion>& completions) {
+  std::unique_ptr<Batch> batch = queue_.Take(now, slot->idle(), *slot->device, accept);
+  if (batch == nullptr) return nullptr;
+  for (auto& job : batch->RemoveIf(
+           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
+    absl::Status status = StatusForDeadJob(*job);
+    completions.push_back({std::move(job), std::move(status)});
+  }
+  for (const auto& job : batch->jobs) {
+    job->cancellation_listener.store(nullptr, std::memory_order_relaxed);
+  }
+  NoteDepthLocked();
+  if (batch->jobs.empty()) return nullptr;
+  ++inflight_batches_;
+  ++slot->inflight;
+  return batch;
+}
+
 void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
-  absl::Status failure = Run(*slot, *batch);
+  const Device& device = *slot->device;
+  auto cheap = [&device](const Batch& candidate) {
+    for (const auto& job : candidate.jobs) {
+      if (!device.MayRunOnCallerThread(job->operation)) return false;
+    }
+    return true;
+  };
   std::vector<Completion> completions;
-  bool removed_now;
-  {
-    absl::MutexLock lock(&mu_);
-    removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
-    // The device is free again: work that queued meanwhile is for its
-    // workers.
-    if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+  for (int batches = 1; batch != nullptr; ++batches) {
+    const absl::Status failure = Run(*slot, *batch);
+    bool removed_now;
+    {
+      absl::MutexLock lock(&mu_);
+      removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+      batch = nullptr;
+      if (failure.ok() && batches < kMaxBatchesOnCaller && !shutting_down_ && !queue_.empty() &&
+          pool_.ShouldTake(*slot)) {
+        batch = TakeLocked(slot, absl::Now(), cheap, completions);
+      }
+      // What is left is for the devices' workers.
+      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+    }
+    if (removed_now && observer_ != nullptr) {
+      observer_->OnDeviceRemoved(slot->device->description().name);
+    }
+    ReportDepth();
+    Complete(completions);
   }
-  if (removed_now && observer_ != nullptr) {
-    observer_->OnDeviceRemoved(slot->device->description().name);
-  }
-  if (!failure.ok()) ReportDepth();
-  Complete(completions);
 }
 
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,

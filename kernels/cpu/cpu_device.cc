@@ -46,11 +46,10 @@ CpuDevice::CpuDevice(int index, std::shared_ptr<PackedBCache> cache)
 // Below these a job is cheaper to run on the thread that received it than to
 // hand to a device thread: a hand-off (wake a sleeping worker, switch, answer
 // from there) costs tens of microseconds on a loaded 2-core machine, while a
-// 64 KiB scan takes 2-5 µs and 4 Mi multiply-adds on one core about as long.
-// A multiply streams all of B (packing it first when it is inline), so B's
-// bytes count like a scan's: a 1 MiB B takes ~25 µs per row from L3, and
-// jobs sharing it gain far more from fusing into one product in a batch,
-// which running them one by one here would prevent.
+// 64 KiB scan takes 2-5 µs and 4 Mi multiply-adds a few more. An inline B is
+// packed first, so it counts as bytes too; a registered one is packed once.
+// Jobs that queue behind such a job fuse into a batch on that same thread
+// (Scheduler::Impl::RunOnCaller), so this does not stop batching.
 constexpr uint64_t kCallerThreadBytes = uint64_t{64} << 10;
 constexpr uint64_t kCallerThreadMultiplyAdds = uint64_t{4} << 20;
 
@@ -61,8 +60,8 @@ bool CpuDevice::MayRunOnCallerThread(const Operation& operation) const {
   const auto& matmul = std::get<QuantizedMatMulOperation>(operation);
   const uint64_t multiply_adds =
       uint64_t{matmul.batch} * matmul.channel * matmul.m * matmul.k * matmul.n;
-  return multiply_adds <= kCallerThreadMultiplyAdds && matmul.b.byte_size() <= kCallerThreadBytes &&
-         matmul.a.byte_size() <= kCallerThreadBytes;
+  return multiply_adds <= kCallerThreadMultiplyAdds &&
+         (!matmul.b.registered_id.empty() || matmul.b.byte_size() <= kCallerThreadBytes);
 }
 
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {

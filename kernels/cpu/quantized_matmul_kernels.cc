@@ -33,8 +33,11 @@ constexpr size_t kMaxStreamingColumnBlock = 1024;
 // A is packed in row panels of at most this many bytes, so a request never
 // holds more than this much besides its operands.
 constexpr size_t kMaxPackedABytes = size_t{2} << 20;
-// Products smaller than this many multiply-adds run on the calling thread.
-constexpr int64_t kMinMacsPerTask = 1 << 20;
+// Each thread a product runs on gets at least this many multiply-adds (about
+// 10 µs on one core): smaller products run on the calling thread alone. Waking
+// a pool worker costs a few microseconds of its own and, in a busy server,
+// takes a core from gRPC's threads; below this it does not pay.
+constexpr int64_t kMinMacsPerTask = int64_t{8} << 20;
 
 int32_t ReadInteger(const Tensor& tensor, uint64_t index) {
   if (tensor.data_type == DataType::kInt8) return tensor.data_as<int8_t>()[index];

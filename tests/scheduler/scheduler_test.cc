@@ -736,6 +736,32 @@ TEST_F(SchedulerTest, ACheapJobQueuesBehindABusyDevice) {
   EXPECT_NE(threads[1], std::this_thread::get_id());  // a device worker ran it
 }
 
+TEST_F(SchedulerTest, JobsQueuedBehindACallerRunFuseOnThatThread) {
+  // While a submitting thread runs its cheap job, later ones queue; when it is
+  // done it runs them too, as one batch, without handing them to a worker.
+  Start(Options());
+  devices_[0]->RunOnCallerThread(true);
+  devices_[0]->Hold();
+  std::shared_ptr<Submitted> first;
+  std::thread::id caller;
+  std::thread submitter([&] {
+    caller = std::this_thread::get_id();
+    first = Submit(ScanOf(kF32, {2}, 1));
+  });
+  devices_[0]->AwaitEntered(1);
+  auto second = Submit(ScanOf(kF32, {2}, 2));
+  auto third = Submit(ScanOf(kF32, {2}, 3));
+  devices_[0]->Release();
+  submitter.join();  // returns only after the queued batch ran
+  ASSERT_TRUE(second->finished.HasBeenNotified());
+  ASSERT_TRUE(third->finished.HasBeenNotified());
+  ExpectCorrectScan(*first);
+  ExpectCorrectScan(*second);
+  ExpectCorrectScan(*third);
+  EXPECT_THAT(Tags(devices_[0]->executed()), ElementsAre(ElementsAre(1), ElementsAre(2, 3)));
+  EXPECT_THAT(devices_[0]->threads(), ElementsAre(caller, caller));
+}
+
 TEST_F(SchedulerTest, ConcurrentSubmitsAndCancelsCompleteEveryJobOnce) {
   // Submitters race each other, the devices' workers and cancellations; every
   // job completes exactly once, with its own answer or CANCELLED.
