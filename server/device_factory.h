@@ -15,7 +15,7 @@
 namespace dmlserve {
 
 struct DeviceFactoryOptions {
-  int cpu_devices = 2;
+  int cpu_devices = 1;
   // D3D12 (see kernels/d3d12/d3d12_backend.h).
   std::vector<int> adapter_indices;  // empty: every qualifying adapter
   int d3d12_devices_per_adapter = 1;

@@ -57,19 +57,20 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   auto job = std::make_shared<Job>();
   job->operation = *std::move(operation);
   job->deadline = deadline;
-  // The scheduler calls `done` only after a successful Submit, so `done` is
-  // owned by the job from here on, and taken back below if Submit fails.
-  auto completion = std::make_shared<Completion>(std::move(done));
-  auto reservation = std::make_shared<MemoryBudget::Reservation>(std::move(held));
-  job->done = [finish, completion, reservation, response](JobResult result) mutable {
+  // The job owns everything the answer needs; a refused Submit does not call
+  // `done`, so the refusal is reported through it below.
+  job->done = [finish, done = std::move(done), held = std::move(held),
+               response = std::move(response)](JobResult result) mutable {
     absl::Status status = std::move(result.status);
     if (status.ok()) EncodeJobOutput(std::move(result), &response);
-    finish(std::move(status), std::move(response), std::move(*reservation), *completion);
+    finish(std::move(status), std::move(response), std::move(held), done);
   };
   on_admit(job);
   if (absl::Status status = scheduler_->Submit(job); !status.ok()) {
-    job->done = nullptr;
-    finish(std::move(status), std::move(response), std::move(*reservation), *completion);
+    JobResult refused;
+    refused.status = std::move(status);
+    auto job_done = std::move(job->done);
+    job_done(std::move(refused));
   }
 }
 

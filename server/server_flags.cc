@@ -16,9 +16,10 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
 ABSL_FLAG(std::string, backend, "cpu",
           "cpu (the embedded CPU backend), d3d12 (D3D12 adapters, software ones such as lavapipe "
           "or WARP included) or auto (D3D12 on hardware adapters, else CPU).");
-ABSL_FLAG(int, cpu_devices, 2,
-          "Number of CPU devices (each runs batches on its own threads); with a D3D12 backend, "
-          "the CPU fallback devices.");
+ABSL_FLAG(int, cpu_devices, 1,
+          "Number of CPU devices. One already computes on every core (its kernels split work over "
+          "them) and runs two batches at a time; more split the traffic into smaller batches on "
+          "the same cores. With a D3D12 backend, the CPU fallback devices.");
 ABSL_FLAG(std::string, devices, "",
           "D3D12 adapter indices to use, comma-separated (e.g. 0,2); empty: every adapter the "
           "backend allows. The start-up log and GetServerInfo list the adapters found.");
