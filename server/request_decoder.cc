@@ -21,8 +21,7 @@ absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefi
 absl::StatusOr<DataType> DecodeDataType(int value, absl::string_view field,
                                         absl::string_view suffix = "") {
   if (value < 0 || value > kMaxDataTypeValue) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, suffix, ": unknown data type ", value));
+    return absl::InvalidArgumentError(absl::StrCat(field, suffix, ": unknown data type ", value));
   }
   return static_cast<DataType>(value);
 }
@@ -49,8 +48,7 @@ absl::StatusOr<Tensor> DecodeRegisteredTensor(const v1::Tensor& proto, absl::str
         absl::StrCat(field, ".tensor_id: ", tensor.status().message()));
   }
   if (proto.data_type() != 0 && proto.data_type() != static_cast<int>(tensor->data_type)) {
-    absl::StatusOr<DataType> given =
-        DecodeDataType(proto.data_type(), field, ".data_type");
+    absl::StatusOr<DataType> given = DecodeDataType(proto.data_type(), field, ".data_type");
     if (!given.ok()) return given.status();
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".data_type: ", DataTypeName(*given), " does not match registered tensor \"",
@@ -210,8 +208,7 @@ absl::StatusOr<Operation> DecodeExecuteRequest(v1::ExecuteRequest* request,
 
 absl::StatusOr<Tensor> DecodeTensorData(v1::Tensor* proto, absl::string_view field,
                                         uint64_t max_tensor_bytes) {
-  absl::StatusOr<DataType> data_type =
-      DecodeDataType(proto->data_type(), field, ".data_type");
+  absl::StatusOr<DataType> data_type = DecodeDataType(proto->data_type(), field, ".data_type");
   if (!data_type.ok()) return data_type.status();
   Tensor tensor;
   tensor.data_type = *data_type;
