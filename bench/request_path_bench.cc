@@ -137,8 +137,8 @@ void RunCase(benchmark::State& state, const load::WorkloadOptions& options, int 
     return;
   }
   RequestPath path;
-  if (!options.registered_b_id.empty()) {
-    if (absl::Status status = path.Register(workload->b(), options.registered_b_id); !status.ok()) {
+  for (const auto& [id, tensor] : workload->Registrations()) {
+    if (absl::Status status = path.Register(tensor, id); !status.ok()) {
       state.SkipWithError(std::string(status.message()).c_str());
       return;
     }

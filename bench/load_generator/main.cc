@@ -236,11 +236,10 @@ int Run() {
     return 2;
   }
   const std::string& b_id = workload_options->registered_b_id;
-  if (!b_id.empty()) {
-    absl::StatusOr<v1::RegisterTensorResponse> registered =
-        (*client)->RegisterTensor(workload->b(), b_id);
+  for (const auto& [id, tensor] : workload->Registrations()) {
+    absl::StatusOr<v1::RegisterTensorResponse> registered = (*client)->RegisterTensor(tensor, id);
     if (!registered.ok()) {
-      std::cerr << "dmlserve-load: RegisterTensor: " << registered.status() << "\n";
+      std::cerr << "dmlserve-load: RegisterTensor " << id << ": " << registered.status() << "\n";
       return 2;
     }
   }
@@ -255,7 +254,7 @@ int Run() {
             << client::DataTypeDisplayName(workload_options->scan_type) << " ["
             << absl::GetFlag(FLAGS_scan_sizes) << "] axis " << workload_options->scan_axis
             << ", qmatmul " << workload_options->m << "x" << workload_options->k << "x"
-            << workload_options->n << (b_id.empty() ? " (B inline)" : " (B registered)") << "\n";
+            << workload_options->n << (b_id.empty() ? " (B inline)" : " (B and its scales registered)") << "\n";
 
   LoadStats stats;
   if (compare_echo) {
@@ -283,9 +282,9 @@ int Run() {
     stats = result.stats;
   }
 
-  if (!b_id.empty()) {
-    if (absl::Status status = (*client)->ReleaseTensor(b_id); !status.ok()) {
-      std::cerr << "dmlserve-load: ReleaseTensor: " << status << "\n";
+  for (const auto& [id, tensor] : workload->Registrations()) {
+    if (absl::Status status = (*client)->ReleaseTensor(id); !status.ok()) {
+      std::cerr << "dmlserve-load: ReleaseTensor " << id << ": " << status << "\n";
     }
   }
   if (server != nullptr) {

@@ -136,7 +136,8 @@ struct MatMulData {
 };
 
 PooledRequest MakeMatMulRequest(const WorkloadOptions& options, const MatMulData& shared,
-                                const v1::Tensor& b, std::mt19937_64& rng) {
+                                const v1::Tensor& b, const v1::Tensor& b_scale,
+                                std::mt19937_64& rng) {
   const uint32_t m = options.m, k = options.k, n = options.n;
   std::vector<int8_t> a(static_cast<size_t>(m) * k);
   for (int8_t& value : a) value = static_cast<int8_t>(rng());
@@ -156,7 +157,7 @@ PooledRequest MakeMatMulRequest(const WorkloadOptions& options, const MatMulData
   inputs.a_scale = MakeTensor<float>({1, 1, 1, 1}, {a_scale});
   inputs.a_zero_point = MakeTensor<int8_t>({1, 1, 1, 1}, {a_zero_point});
   inputs.b = b;
-  inputs.b_scale = MakeTensor<float>({1, 1, 1, n}, shared.b_scale);
+  inputs.b_scale = b_scale;
   inputs.b_zero_point = MakeTensor<uint8_t>({1, 1, 1, 1}, {shared.b_zero_point});
   inputs.output_scale = MakeTensor<float>({1, 1, 1, 1}, {output_scale});
   inputs.output_zero_point = MakeTensor<int8_t>({1, 1, 1, 1}, {0});
@@ -223,11 +224,16 @@ absl::StatusOr<Workload> Workload::Create(const WorkloadOptions& options) {
     std::uniform_real_distribution<float> scales(0.005f, 0.01f);
     shared.b_scale.resize(options.n);
     for (float& scale : shared.b_scale) scale = scales(rng);
-    workload.b_ = MakeTensor<uint8_t>({options.k, options.n}, shared.b);
   }
-  const v1::Tensor b_in_request = options.registered_b_id.empty()
-                                      ? workload.b_
-                                      : client::MakeTensorReference(options.registered_b_id);
+  v1::Tensor b = MakeTensor<uint8_t>({options.k, options.n}, shared.b);
+  v1::Tensor b_scale = MakeTensor<float>({1, 1, 1, options.n}, shared.b_scale);
+  if (options.qmatmul_weight > 0 && !options.registered_b_id.empty()) {
+    const std::string scale_id = absl::StrCat(options.registered_b_id, "-scale");
+    workload.registrations_.emplace_back(options.registered_b_id, std::move(b));
+    workload.registrations_.emplace_back(scale_id, std::move(b_scale));
+    b = client::MakeTensorReference(options.registered_b_id);
+    b_scale = client::MakeTensorReference(scale_id);
+  }
   for (int i = 0; i < options.pool_size; ++i) {
     if (options.cumsum_weight > 0) {
       workload.pools_[0].push_back(MakeScanRequest(OperatorChoice::kCumsum, options, rng));
@@ -236,7 +242,7 @@ absl::StatusOr<Workload> Workload::Create(const WorkloadOptions& options) {
       workload.pools_[1].push_back(MakeScanRequest(OperatorChoice::kCumprod, options, rng));
     }
     if (options.qmatmul_weight > 0) {
-      workload.pools_[2].push_back(MakeMatMulRequest(options, shared, b_in_request, rng));
+      workload.pools_[2].push_back(MakeMatMulRequest(options, shared, b, b_scale, rng));
     }
   }
   return workload;

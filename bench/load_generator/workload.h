@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,7 +40,9 @@ struct WorkloadOptions {
   uint32_t m = 4;
   uint32_t k = 256;
   uint32_t n = 256;
-  // Refer to B by this id (registered by the caller) instead of sending it.
+  // Refer to B by this id, and to its per-column scales by this id plus
+  // "-scale" (both registered by the caller, see Workload::Registrations),
+  // instead of sending them: what a client serving one model does.
   std::string registered_b_id;
   int pool_size = 16;  // distinct requests per operator
   uint64_t seed = 1;
@@ -71,8 +74,11 @@ class Workload {
   // OK when `output` is the answer `request` expects (or it has none).
   static absl::Status Check(const PooledRequest& request, const v1::Tensor& output);
 
-  // The shared weight matrix, for RegisterTensor.
-  const v1::Tensor& b() const { return b_; }
+  // What to register before sending (id and tensor): B and its scales when
+  // WorkloadOptions::registered_b_id is set, else nothing.
+  const std::vector<std::pair<std::string, v1::Tensor>>& Registrations() const {
+    return registrations_;
+  }
 
  private:
   Workload() = default;
@@ -80,7 +86,7 @@ class Workload {
   // Indexed by OperatorChoice.
   std::vector<PooledRequest> pools_[3];
   int weights_[3] = {0, 0, 0};
-  v1::Tensor b_;
+  std::vector<std::pair<std::string, v1::Tensor>> registrations_;
 };
 
 }  // namespace dmlserve::load
