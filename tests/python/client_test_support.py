@@ -18,13 +18,16 @@ CONFORMANCE_DIR = os.environ.get(
 
 
 class ServerTestCase(unittest.TestCase):
-    """Starts dmlserve once for the class (with SERVER_ARGS) and connects a Client."""
+    """Starts dmlserve once for the class (with SERVER_ARGS and SERVER_ENV added to its
+    environment) and connects a Client."""
 
     SERVER_ARGS = ()
+    SERVER_ENV = {}
 
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(server_binary(), extra_args=cls.SERVER_ARGS)
+        cls.server = ServerProcess(server_binary(), extra_args=cls.SERVER_ARGS,
+                                   extra_env=cls.SERVER_ENV)
         cls.client = Client(cls.server.grpc_address, timeout=120)
 
     @classmethod

@@ -18,7 +18,7 @@ _METRICS_LINE = re.compile(r"serving metrics on http://(\S+)/metrics")
 
 
 class ServerProcess:
-    def __init__(self, binary, extra_args=(), startup_timeout=60.0):
+    def __init__(self, binary, extra_args=(), startup_timeout=60.0, extra_env=None):
         # CTest runs the same suites once per backend through
         # DMLSERVE_SERVER_ARGS; a test's own flags come after, so they win.
         backend_args = os.environ.get("DMLSERVE_SERVER_ARGS", "").split()
@@ -27,8 +27,9 @@ class ServerProcess:
         self.output = []
         self.grpc_address = None
         self.metrics_address = None
+        env = dict(os.environ, **(extra_env or {}))
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, bufsize=1)
+                                      text=True, bufsize=1, env=env)
         ready = threading.Event()
 
         def pump():
