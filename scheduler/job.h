@@ -39,6 +39,10 @@ class JobCancellationListener {
 
 // One request's work as the scheduler sees it.
 //
+// After a device ran it, the scheduler releases `operation` (it is empty when
+// `done` is called), so that an output a device computed in place in an
+// input's storage is the only holder of those bytes.
+//
 // The submitter keeps a shared_ptr and may call Cancel() at any time (client
 // cancellation, or the client's deadline passing); a job cancelled while it
 // waits completes at once with CANCELLED and is never computed. A job whose

@@ -360,6 +360,9 @@ absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
 
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     Job& job = *batch.jobs[i];
+    // Dropped before the answer: an output computed in place in an input's
+    // storage is then its only holder, and the response takes it uncopied.
+    Operation().swap(job.operation);
     JobResult result;
     result.status = std::move(items[i].status);
     if (result.status.ok()) result.output = std::move(items[i].output);

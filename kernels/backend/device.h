@@ -46,6 +46,11 @@ class Device {
   // rejected): no item's output is valid and the caller re-runs them elsewhere
   // and stops using this device.
   //
+  // A device may write an item's output into an input's storage when the
+  // operation holds the only reference to it (the CPU device scans inclusive
+  // scans in place); a caller that reads the inputs afterwards keeps a
+  // reference of its own.
+  //
   // Called from up to max_inflight_batches() threads at once.
   virtual absl::Status Execute(absl::Span<WorkItem> items) = 0;
 

@@ -73,8 +73,17 @@ absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
       continue;
     }
     if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-      // Kernels overwrite every output byte: pooled, never zero-filled.
-      item.output = Tensor::AllocateUninitialized(scan->input.data_type, scan->input.sizes);
+      if (!scan->exclusive && scan->input.bytes != nullptr && scan->input.bytes.use_count() == 1) {
+        // Nobody else holds the input (it is the request's own bytes): an
+        // inclusive scan runs in place (see ComputeScan). The scheduler drops
+        // the operation before answering, so the output then owns the
+        // request's string and the response takes it without a copy or a
+        // fresh allocation.
+        item.output = scan->input;
+      } else {
+        // Kernels overwrite every output byte: pooled, never zero-filled.
+        item.output = Tensor::AllocateUninitialized(scan->input.data_type, scan->input.sizes);
+      }
       ComputeScan(*scan, item.output);
       item.status = absl::OkStatus();
     } else {

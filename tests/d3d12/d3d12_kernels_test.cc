@@ -45,10 +45,13 @@ class D3D12KernelsTest : public ::testing::Test {
   }
 
   // Runs `operations` as one batch; the outputs, or the first failure.
+  // `operations` stay intact: the batch runs on copies sharing their inputs
+  // (a device may scan an input nobody else holds in place).
   static absl::StatusOr<std::vector<Tensor>> RunBatch(Device* device,
                                                       const std::vector<Operation>& operations) {
-    std::vector<WorkItem> items(operations.size());
-    for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+    const std::vector<Operation> batch = operations;
+    std::vector<WorkItem> items(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) items[i].operation = &batch[i];
     if (absl::Status status = device->Execute(absl::MakeSpan(items)); !status.ok()) {
       return status;
     }

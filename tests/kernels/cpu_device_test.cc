@@ -33,8 +33,10 @@ TEST(CpuDeviceTest, ExecutesAMixedBatchAndAllocatesOutputs) {
   reference::RandomOperationGenerator generator(21);
   std::vector<Operation> operations;
   for (int i = 0; i < 40; ++i) operations.push_back(generator.Next());
-  std::vector<WorkItem> items(operations.size());
-  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+  // Holding the inputs here too keeps the device from scanning them in place.
+  const std::vector<Operation> batch = operations;
+  std::vector<WorkItem> items(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) items[i].operation = &batch[i];
   CpuDevice device(0);
   ASSERT_TRUE(device.Execute(absl::MakeSpan(items)).ok());
   for (size_t i = 0; i < items.size(); ++i) {
@@ -127,6 +129,27 @@ TEST(CpuDeviceTest, ReusedRegisteredIdWithNewBytesIsRepacked) {
       << reference::CheckExact(reference::Compute(new_op), out);
 }
 
+TEST(CpuDeviceTest, AnInclusiveScanOfAnInputNobodyElseHoldsRunsInPlace) {
+  reference::RandomOperationGenerator generator(23);
+  for (int i = 0; i < 40; ++i) {
+    ScanOperation scan = generator.NextScan();
+    // The reference reads a deep copy: the device may overwrite the input.
+    ScanOperation original = scan;
+    original.input.bytes = Buffer::Copy(scan.input.bytes->view());
+    const Buffer* storage = scan.input.bytes.get();
+    const Operation operation = std::move(scan);
+    std::vector<WorkItem> items(1);
+    items[0].operation = &operation;
+    CpuDevice device(0);
+    ASSERT_TRUE(device.Execute(absl::MakeSpan(items)).ok());
+    SCOPED_TRACE(reference::Describe(original));
+    ASSERT_TRUE(items[0].status.ok()) << items[0].status;
+    EXPECT_EQ(items[0].output.bytes.get() == storage, !original.exclusive);
+    EXPECT_TRUE(reference::CheckOutput(original, items[0].output).ok())
+        << reference::CheckOutput(original, items[0].output);
+  }
+}
+
 TEST(CpuDeviceTest, ConcurrentBatches) {
   CpuDevice device(0);
   std::vector<std::thread> threads;
@@ -138,8 +161,9 @@ TEST(CpuDeviceTest, ConcurrentBatches) {
       for (int round = 0; round < 10; ++round) {
         std::vector<Operation> operations;
         for (int i = 0; i < 4; ++i) operations.push_back(generator.Next());
-        std::vector<WorkItem> items(operations.size());
-        for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+        const std::vector<Operation> batch = operations;  // inputs kept intact
+        std::vector<WorkItem> items(batch.size());
+        for (size_t i = 0; i < batch.size(); ++i) items[i].operation = &batch[i];
         if (!device.Execute(absl::MakeSpan(items)).ok()) failures++;
         for (size_t i = 0; i < items.size(); ++i) {
           if (!items[i].status.ok() || !reference::CheckOutput(operations[i], items[i].output).ok())

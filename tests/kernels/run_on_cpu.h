@@ -10,10 +10,13 @@
 namespace dmlserve {
 
 // Runs operations as one batch on a CpuDevice and returns their outputs.
+// `operations` stay intact: the batch runs on copies sharing their inputs (the
+// device scans an input nobody else holds in place).
 inline absl::StatusOr<std::vector<Tensor>> RunBatchOnCpu(const std::vector<Operation>& operations) {
   static CpuDevice* device = new CpuDevice(0);
-  std::vector<WorkItem> items(operations.size());
-  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+  const std::vector<Operation> batch = operations;
+  std::vector<WorkItem> items(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) items[i].operation = &batch[i];
   if (absl::Status status = device->Execute(absl::MakeSpan(items)); !status.ok()) return status;
   std::vector<Tensor> outputs;
   for (WorkItem& item : items) {

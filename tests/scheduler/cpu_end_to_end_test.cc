@@ -195,7 +195,7 @@ TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     ASSERT_TRUE(jobs[i]->Await());
-    ExpectOutput(*jobs[i], ReferenceScan(std::get<ScanOperation>(jobs[i]->job->operation)),
+    ExpectOutput(*jobs[i], ReferenceScan(std::get<ScanOperation>(jobs[i]->operation)),
                  absl::StrCat("job ", i));
   }
 }

@@ -135,7 +135,7 @@ class SchedulerTest : public ::testing::Test {
 
   static void ExpectCorrectScan(Submitted& submitted) {
     ASSERT_TRUE(submitted.result.status.ok()) << submitted.result.status;
-    const Tensor expected = ReferenceScan(std::get<ScanOperation>(submitted.job->operation));
+    const Tensor expected = ReferenceScan(std::get<ScanOperation>(submitted.operation));
     const Tensor& output = submitted.result.output;
     EXPECT_EQ(output.data_type, expected.data_type);
     EXPECT_EQ(output.sizes, expected.sizes);
@@ -648,7 +648,8 @@ TEST_F(SchedulerTest, DoneMayCallBackIntoTheScheduler) {
   // submit follow-up work.
   auto follow_up = NewJob(ScanOf(kF32, {2}, 5));
   auto first = std::make_shared<Submitted>();
-  first->job->operation = ScanOf(kF32, {2}, 1);
+  first->operation = ScanOf(kF32, {2}, 1);
+  first->job->operation = first->operation;
   Scheduler* scheduler = scheduler_.get();
   first->job->done = [self = first.get(), next = follow_up->job, scheduler](JobResult result) {
     self->result = std::move(result);

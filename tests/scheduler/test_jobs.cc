@@ -58,6 +58,7 @@ Operation MatMulOf(Tensor b, Tensor b_scale, Tensor b_zero_point, uint32_t m) {
 
 std::shared_ptr<Submitted> NewJob(Operation operation, absl::Time deadline) {
   auto submitted = std::make_shared<Submitted>();
+  submitted->operation = operation;
   submitted->job->operation = std::move(operation);
   submitted->job->deadline = deadline;
   // Weak: Submitted owns the job, and so the callback.

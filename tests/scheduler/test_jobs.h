@@ -46,6 +46,8 @@ Tensor Scale(float value);
 // A job and what became of it.
 struct Submitted {
   std::shared_ptr<Job> job = std::make_shared<Job>();
+  // What was submitted: the job's own operation is released once it ran.
+  Operation operation;
   absl::Notification finished;
   JobResult result;
 
