@@ -47,9 +47,8 @@ class Device {
   // and stops using this device.
   //
   // A device may write an item's output into an input's storage when the
-  // operation holds the only reference to it (the CPU device scans inclusive
-  // scans in place); a caller that reads the inputs afterwards keeps a
-  // reference of its own.
+  // operation holds the only reference to it (the CPU device scans in place);
+  // a caller that reads the inputs afterwards keeps a reference of its own.
   //
   // Called from up to max_inflight_batches() threads at once.
   virtual absl::Status Execute(absl::Span<WorkItem> items) = 0;

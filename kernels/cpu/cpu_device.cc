@@ -73,12 +73,11 @@ absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
       continue;
     }
     if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-      if (!scan->exclusive && scan->input.bytes != nullptr && scan->input.bytes.use_count() == 1) {
-        // Nobody else holds the input (it is the request's own bytes): an
-        // inclusive scan runs in place (see ComputeScan). The scheduler drops
-        // the operation before answering, so the output then owns the
-        // request's string and the response takes it without a copy or a
-        // fresh allocation.
+      if (scan->input.bytes != nullptr && scan->input.bytes.use_count() == 1) {
+        // Nobody else holds the input (it is the request's own bytes): scan in
+        // place (see ComputeScan). The scheduler drops the operation before
+        // answering, so the output then owns the request's string and the
+        // response takes it without a copy or a fresh allocation.
         item.output = scan->input;
       } else {
         // Kernels overwrite every output byte: pooled, never zero-filled.

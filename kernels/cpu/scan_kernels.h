@@ -8,12 +8,10 @@ namespace dmlserve {
 
 // Computes a validated cumulative summation or product into `output`, which
 // has the input's data type and sizes and either does not overlap the input
-// or, for an inclusive scan, is the input itself (in place: every inclusive
-// path reads an element before it writes that element's result and never
-// reads an input element after it was overwritten; the tests run every path
-// both ways). Exclusive paths may read the previous input after writing its
-// slot, so they need a separate output. Large tensors are split across the
-// ParallelFor pool.
+// or is the input itself (in place: every path reads an element before it
+// writes that element's result and never reads an input element after it
+// was overwritten; the tests run every path both ways). Large tensors are
+// split across the ParallelFor pool.
 void ComputeScan(const ScanOperation& op, Tensor& output);
 
 }  // namespace dmlserve

@@ -30,11 +30,13 @@ struct ScanLoops {
 
   static V VIdentity() { return L::Set1(Op::template Identity<A>()); }
 
-  // One element, sequentially.
+  // One element, sequentially. The input is read before the output is
+  // written, so that x == y (in place) works.
   static void Step(const S* x, S* y, A& acc) {
     if constexpr (kExclusive) {
+      const A value = M::LoadScalar(*x);
       *y = M::StoreScalar(acc);
-      acc = Op::Apply(acc, M::LoadScalar(*x));
+      acc = Op::Apply(acc, value);
     } else {
       acc = Op::Apply(acc, M::LoadScalar(*x));
       *y = M::StoreScalar(acc);
