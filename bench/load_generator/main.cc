@@ -254,7 +254,8 @@ int Run() {
             << client::DataTypeDisplayName(workload_options->scan_type) << " ["
             << absl::GetFlag(FLAGS_scan_sizes) << "] axis " << workload_options->scan_axis
             << ", qmatmul " << workload_options->m << "x" << workload_options->k << "x"
-            << workload_options->n << (b_id.empty() ? " (B inline)" : " (B and its scales registered)") << "\n";
+            << workload_options->n
+            << (b_id.empty() ? " (B inline)" : " (B and its scales registered)") << "\n";
 
   LoadStats stats;
   if (compare_echo) {
