@@ -65,6 +65,24 @@ TEST(StartupTest, InvalidLimitsAreRejected) {
   }
 }
 
+TEST(StartupTest, MalformedFaultInjectionIsRejected) {
+  // Each test runs in a process of its own; the server inherits this.
+  setenv("DMLSERVE_INJECT_BATCH_DELAY_US", "soon", /*overwrite=*/1);
+  const ServerProcess::Exit exit = RunServer({});
+  unsetenv("DMLSERVE_INJECT_BATCH_DELAY_US");
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("DMLSERVE_INJECT_BATCH_DELAY_US=soon: expected a number of "
+                                     "microseconds"));
+}
+
+TEST(StartupTest, FaultInjectionIsAnnouncedAtStartUp) {
+  setenv("DMLSERVE_INJECT_BATCH_DELAY_US", "1500", /*overwrite=*/1);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(ServerBinary());
+  unsetenv("DMLSERVE_INJECT_BATCH_DELAY_US");
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Output(), HasSubstr("fault injection: every batch waits 1.5ms"));
+}
+
 TEST(StartupTest, BusyPortIsReportedAsSuch) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> first = ServerProcess::Start(ServerBinary());
   ASSERT_TRUE(first.ok()) << first.status();
