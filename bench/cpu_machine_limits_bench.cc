@@ -1,7 +1,9 @@
 // What the machine can do at most, measured in the same run as the kernels
 // so that the kernels' rates can be read as a fraction of it: the int8
-// multiply peak (vpdpbusd with no memory traffic, on every pool thread) and
-// each micro-kernel alone on L1-resident operands.
+// multiply peak (vpdpbusd with no memory traffic, on every pool thread), the
+// read bandwidth of the last-level cache and of memory (what bounds a GEMV or
+// an N < 16 product, which do too few multiplies per byte to reach the
+// multiply peak), and each micro-kernel alone on L1-resident operands.
 
 #include <cstdint>
 #include <vector>
@@ -42,6 +44,21 @@ __attribute__((noinline)) int64_t VnniChains(int64_t iterations) {
   for (int x = 1; x < 24; ++x) sum = _mm512_add_epi32(sum, acc[x]);
   return _mm512_reduce_add_epi32(sum);
 }
+
+// Reads [data, data + bytes) (bytes a multiple of 256) with 64-byte loads
+// into four independent sums: nothing but the loads limits it.
+__attribute__((noinline)) int64_t ReadAll(const uint8_t* data, size_t bytes) {
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                    _mm512_setzero_si512()};
+  for (size_t i = 0; i < bytes; i += 256) {
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) {
+      acc[x] = _mm512_add_epi64(acc[x], _mm512_loadu_si512(data + i + 64 * x));
+    }
+  }
+  return _mm512_reduce_add_epi64(
+      _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3])));
+}
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
@@ -62,6 +79,35 @@ void BM_CpuMachineLimit_VpdpbusdPeak(benchmark::State& state) {
                          benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CpuMachineLimit_VpdpbusdPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Every pool thread reads its share of a buffer of state.range(0) MiB, again
+// and again: 16 MiB stays in this machine's 32 MiB L3, 256 MiB comes from
+// memory. GB/s of bytes read.
+void BM_CpuMachineLimit_ReadBandwidth(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    state.SkipWithError("unsupported: no AVX-512");
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(state.range(0)) << 20;
+  const std::vector<uint8_t> buffer(bytes, 1);  // written once: every page present
+  const int threads = ParallelismLevel();
+  const size_t share = bytes / threads / 256 * 256;
+  for (auto _ : state) {
+    ParallelFor(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        benchmark::DoNotOptimize(ReadAll(buffer.data() + t * share, share));
+      }
+    });
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(share) * threads * state.iterations() * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CpuMachineLimit_ReadBandwidth)
+    ->Arg(16)
+    ->Arg(256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 #endif
 
 // One thread, one micro-kernel call per iteration over `quads` quads of
@@ -87,6 +133,31 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int
   state.counters["GOP/s"] = benchmark::Counter(
       2.0 * kernel->mr * ldc * kQuads * 4 * state.iterations() * 1e-9, benchmark::Counter::kIsRate);
 }
+// The narrow path (one strip, B in quad groups: see qgemm_ukernel.h), same
+// operands as the one-strip case.
+void BM_CpuQGemmUkernelNarrow(benchmark::State& state, const QGemmUkernel* kernel) {
+  if (kernel == nullptr || kernel->narrow == nullptr) {
+    state.SkipWithError("unsupported on this CPU");
+    return;
+  }
+  constexpr size_t kQuads = 64;
+  const size_t lda = kQuads * 4;
+  std::vector<uint8_t> a(kernel->mr * lda, 7);
+  std::vector<int8_t> strip(kQuads * kQGemmQuadBytes, -3);
+  std::vector<int8_t> panel(QGemmNarrowPanelBytes(kQuads));
+  kernel->narrow_pack(strip.data(), kQuads, panel.data());
+  std::vector<int32_t> c(kernel->mr * kQGemmStripColumns);
+  for (auto _ : state) {
+    kernel->narrow(kQuads, a.data(), lda, kernel->mr, panel.data(), c.data(), kQGemmStripColumns,
+                   false);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GOP/s"] = benchmark::Counter(
+      2.0 * kernel->mr * kQGemmStripColumns * kQuads * 4 * state.iterations() * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernelNarrow, avx512vnni, Avx512VnniQGemmUkernel());
+
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, generic, GenericQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2, Avx2QGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avxvnni, AvxVnniQGemmUkernel());

@@ -82,7 +82,7 @@ class RequestPath {
       : registry_(metrics::CreateRegistry()),
         metrics_(registry_.get(), "bench", 64),
         budget_(uint64_t{2} << 30),
-        scheduler_(SchedulerOptions(), CreateCpuDevices(2), &metrics_),
+        scheduler_(SchedulerOptions(), CreateCpuDevices(1), &metrics_),
         tensors_(uint64_t{1} << 30, [this](absl::string_view id) { scheduler_.EvictTensor(id); }),
         executor_(&scheduler_, &tensors_, &metrics_, uint64_t{64} << 20, &budget_) {}
 

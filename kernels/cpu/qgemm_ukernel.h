@@ -44,12 +44,32 @@ using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int 
                                 const int8_t* b, size_t b_strip_stride, int strips, int32_t* c,
                                 size_t ldc, bool accumulate);
 
+// The narrow path, for products with one strip (N <= 16), where the strip
+// layout needs a broadcast of A per multiply. B is first rearranged into
+// "quad groups": for each group of 4 quads, 4 vectors v of 16 int32 lanes,
+// lane 4g + t of vector v holding the 4 depth values of quad 4G + t for
+// column 4g + v (zeros past `quads`). One 16-byte broadcast of A (4 quads of
+// a row) then feeds 4 multiplies, and lane sums over t give the columns.
+//
+// QGemmNarrowPackFn rearranges `quads` quads of one strip (strip layout,
+// kQGemmQuadBytes per quad) into out[QGemmNarrowPanelBytes(quads)].
+// QGemmNarrowFn computes what QGemmUkernelFn computes for one strip and
+// `rows` (2..mr) rows, from a panel so rearranged.
+using QGemmNarrowPackFn = void (*)(const int8_t* strip, size_t quads, int8_t* out);
+using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
+                               const int8_t* panel, int32_t* c, size_t ldc, bool accumulate);
+
+inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
+
 struct QGemmUkernel {
   const char* name;  // "generic", "avx2", "avxvnni", "avx512vnni"
   CpuIsa isa;        // the level it needs
   int mr;            // rows per call
   int max_strips;    // 16-column strips per call
   QGemmUkernelFn fn;
+  // Both or neither: null where the ISA has no narrow path.
+  QGemmNarrowPackFn narrow_pack = nullptr;
+  QGemmNarrowFn narrow = nullptr;
 };
 
 // Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.

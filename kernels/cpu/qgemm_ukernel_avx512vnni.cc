@@ -148,6 +148,119 @@ void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
   }
 }
 
+// The narrow path (see qgemm_ukernel.h). The one-strip kernel above issues
+// a broadcast of A per multiply, which shares the vector pipes with the
+// multiplies and holds it to ~75% of the 4-strip kernel. Here B is in quad
+// groups: a 16-byte broadcast of 4 quads of a row (vbroadcasti32x4, done by
+// the load unit) feeds 4 vpdpbusd, one per group vector; 6 rows x 4 vectors
+// make 24 accumulators, as in the 4-strip kernel. Lane 4g + t of vector v
+// sums quads = t (mod 4) of column 4g + v; the sums over t come at the end.
+
+// Rearranges a strip into quad groups: within each 128-bit lane g, the 4x4
+// dwords (quad t, column v) of 4 consecutive quads are transposed.
+void NarrowPack(const int8_t* strip, size_t quads, int8_t* out) {
+  for (size_t q = 0; q < quads; q += 4) {
+    __m512i s[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      s[t] = q + t < quads ? _mm512_loadu_si512(strip + (q + t) * kQGemmQuadBytes)
+                           : _mm512_setzero_si512();
+    }
+    const __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]);  // per lane g: s0[0] s1[0] s0[1] s1[1]
+    const __m512i t1 = _mm512_unpackhi_epi32(s[0], s[1]);  // s0[2] s1[2] s0[3] s1[3]
+    const __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]);
+    const __m512i t3 = _mm512_unpackhi_epi32(s[2], s[3]);
+    int8_t* group = out + q * kQGemmQuadBytes;
+    _mm512_storeu_si512(group, _mm512_unpacklo_epi64(t0, t2));  // v = 0: s0[0] s1[0] s2[0] s3[0]
+    _mm512_storeu_si512(group + 64, _mm512_unpackhi_epi64(t0, t2));
+    _mm512_storeu_si512(group + 128, _mm512_unpacklo_epi64(t1, t3));
+    _mm512_storeu_si512(group + 192, _mm512_unpackhi_epi64(t1, t3));
+  }
+}
+
+// One group of 4 quads for kRows rows: `row(i)` gives row i's 4 quads of A.
+template <int kRows, typename RowQuads>
+__attribute__((always_inline)) inline void NarrowStep(const int8_t* group, RowQuads row,
+                                                      __m512i* acc) {
+  __m512i columns[4];
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) columns[v] = _mm512_loadu_si512(group + v * 64);
+#pragma GCC unroll 6
+  for (int i = 0; i < kRows; ++i) {
+    const __m512i quads_of_row = _mm512_broadcast_i32x4(row(i));
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      acc[4 * i + v] = _mm512_dpbusd_epi32(acc[4 * i + v], quads_of_row, columns[v]);
+    }
+  }
+}
+
+// Groups [0, groups) of kRows rows. With kPartial, `groups` is 1 and only
+// `partial_quads` (1..3) of it are read: a masked load, as A may end right
+// after them. Whole groups read 16 bytes of each row, folded into the
+// broadcast. (They are separate functions because a tail after the loop
+// makes GCC keep the accumulators in memory.)
+template <int kRows, bool kPartial>
+void NarrowKernel(size_t groups, size_t partial_quads, const uint8_t* a, size_t lda,
+                  const int8_t* panel, int32_t* c, size_t ldc, bool accumulate) {
+  __m512i acc[4 * kRows];
+#pragma GCC unroll 24
+  for (int x = 0; x < 4 * kRows; ++x) acc[x] = _mm512_setzero_si512();
+  const __mmask8 mask = static_cast<__mmask8>((1u << partial_quads) - 1);
+  for (size_t g = 0; g < groups; ++g) {
+    __m512i columns[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) columns[v] = _mm512_loadu_si512(panel + g * 256 + v * 64);
+#pragma GCC unroll 6
+    for (int i = 0; i < kRows; ++i) {
+      const uint8_t* quads_of_row = a + i * lda + g * 16;
+      const __m512i row = _mm512_broadcast_i32x4(
+          kPartial ? _mm_maskz_loadu_epi32(mask, quads_of_row)
+                   : _mm_loadu_si128(reinterpret_cast<const __m128i*>(quads_of_row)));
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) {
+        acc[4 * i + v] = _mm512_dpbusd_epi32(acc[4 * i + v], row, columns[v]);
+      }
+    }
+  }
+  // Stored first, then summed: reducing straight from the registers makes
+  // GCC keep the accumulators in memory inside the loop.
+  alignas(64) int32_t sums[4 * kRows][16];
+#pragma GCC unroll 24
+  for (int x = 0; x < 4 * kRows; ++x) _mm512_store_si512(sums[x], acc[x]);
+  for (int i = 0; i < kRows; ++i) {
+    // Per 128-bit lane g: the sum over t of vector v's lane 4g + t lands in
+    // lane 4g + v, which is column 4g + v.
+    const __m512i x0 = _mm512_load_si512(sums[4 * i]), x1 = _mm512_load_si512(sums[4 * i + 1]);
+    const __m512i x2 = _mm512_load_si512(sums[4 * i + 2]), x3 = _mm512_load_si512(sums[4 * i + 3]);
+    const __m512i u0 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(x0, x1), _mm512_unpackhi_epi32(x0, x1));
+    const __m512i u1 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(x2, x3), _mm512_unpackhi_epi32(x2, x3));
+    __m512i value = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+    if (accumulate) value = _mm512_add_epi32(value, _mm512_loadu_si512(c + i * ldc));
+    _mm512_storeu_si512(c + i * ldc, value);
+  }
+}
+
+using NarrowFn = void (*)(size_t, size_t, const uint8_t*, size_t, const int8_t*, int32_t*, size_t,
+                          bool);
+template <bool kPartial>
+constexpr NarrowFn kNarrowKernels[kMr - 1] = {
+    &NarrowKernel<2, kPartial>, &NarrowKernel<3, kPartial>, &NarrowKernel<4, kPartial>,
+    &NarrowKernel<5, kPartial>, &NarrowKernel<6, kPartial>};
+
+void Avx512VnniNarrow(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* panel,
+                      int32_t* c, size_t ldc, bool accumulate) {
+  const size_t whole = quads / 4;
+  if (whole > 0) kNarrowKernels<false>[rows - 2](whole, 0, a, lda, panel, c, ldc, accumulate);
+  if (whole * 4 < quads) {
+    kNarrowKernels<true>[rows - 2](1, quads - whole * 4, a + whole * 16, lda,
+                                   panel + whole * 4 * kQGemmQuadBytes, c, ldc,
+                                   accumulate || whole > 0);
+  }
+}
+
 using KernelFn = void (*)(size_t, const uint8_t*, size_t, const int8_t*, size_t, int32_t*, size_t,
                           bool);
 
@@ -174,8 +287,9 @@ void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, cons
 namespace dmlserve {
 
 const QGemmUkernel* Avx512VnniQGemmUkernel() {
-  static const QGemmUkernel kernel = {"avx512vnni", CpuIsa::kAvx512Vnni, kMr, kMaxStrips,
-                                      &Avx512VnniKernel};
+  static const QGemmUkernel kernel = {"avx512vnni",     CpuIsa::kAvx512Vnni, kMr,
+                                      kMaxStrips,       &Avx512VnniKernel,   &NarrowPack,
+                                      &Avx512VnniNarrow};
   __builtin_cpu_init();
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");

@@ -114,6 +114,9 @@ struct BOperand {
   const PackedB* packed = nullptr;
   BSource source;
   const BColumns* columns = nullptr;
+  // With one strip, the packed strip rearranged for the narrow path (every
+  // quad, depth blocks at their quad offsets), else null.
+  const int8_t* narrow = nullptr;
 };
 
 // Computes and requantizes output rows [row0, row0 + rows) (indices into
@@ -163,6 +166,24 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
       PackBPanel(b.source, q0, quads, strip0, strips, buffer, strip_stride, column_sums,
                  kernel.isa);
       panel = buffer;
+    }
+    // One strip (N <= 16): the narrow path (see qgemm_ukernel.h), but for
+    // single rows, which have nothing to share a broadcast with.
+    if (b.narrow != nullptr) {
+      const int8_t* narrow_panel = b.narrow + q0 * kQGemmQuadBytes;
+      for (size_t block = 0; block < blocks; ++block) {
+        const size_t first = block * kernel.mr;
+        const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
+        const uint8_t* block_a = a.rows(row0 + first) + q0 * 4;
+        if (block_rows >= 2) {
+          kernel.narrow(quads, block_a, a.stride, block_rows, narrow_panel, tile + first * ldc, ldc,
+                        q0 > 0);
+        } else {
+          kernel.fn(quads, block_a, a.stride, 1, panel, strip_stride, 1, tile + first * ldc, ldc,
+                    q0 > 0);
+        }
+      }
+      continue;
     }
     // Strip groups outside, row blocks inside: one micro-panel of B stays in
     // L1/L2 while every row block of the task passes over it.
@@ -235,8 +256,10 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
   BColumns columns;
   const bool registered = cache != nullptr && !op.b.registered_id.empty();
   // Packing B whole pays off when its panels are reused by several row
-  // blocks (or by later requests, once cached).
-  const bool streaming = !registered && rows.size() <= kRowBlock;
+  // blocks (or by later requests, once cached), and costs nothing with one
+  // strip (K x 16 bytes), which the narrow path rearranges once per call.
+  const bool narrow = n <= kQGemmStripColumns && kernel.narrow != nullptr && rows.size() >= 2;
+  const bool streaming = !registered && rows.size() <= kRowBlock && !narrow;
   if (streaming) {
     columns = BColumns::Of(op);
     b.columns = &columns;
@@ -245,6 +268,13 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
+  const size_t quads = (k + 3) / 4;
+  AlignedBytes narrow_panel;
+  if (narrow) {
+    narrow_panel = AllocateAligned(QGemmNarrowPanelBytes(quads));
+    kernel.narrow_pack(b.packed->strip(0), quads, reinterpret_cast<int8_t*>(narrow_panel.get()));
+    b.narrow = reinterpret_cast<const int8_t*>(narrow_panel.get());
+  }
   const size_t depth_block = streaming ? kStreamingDepthBlock : kDepthBlock;
   size_t column_block = kColumnBlock;
   if (streaming) {
@@ -252,7 +282,6 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     column_block =
         std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
   }
-  const size_t quads = (k + 3) / 4;
   // A used in place needs no panels; a copy is made a panel at a time.
   const size_t panel_rows =
       PacksAInPlace(ARows(rows, 0, rows.size()), k)
@@ -268,10 +297,15 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     const size_t column_blocks = (n + column_block - 1) / column_block;
     // Few column blocks (a narrow N) and few rows would leave threads idle:
     // smaller row blocks (whole micro-kernel rows) give each a few tasks.
-    const size_t wanted_tasks = 4 * static_cast<size_t>(ParallelismLevel());
+    // With one 16-column strip, a task's B is a few KiB, so small tasks cost
+    // nothing and more of them even out the threads' finishing times (which,
+    // in a call of tens of microseconds, is most of what is lost).
+    const size_t parallelism = static_cast<size_t>(ParallelismLevel());
+    const size_t wanted_tasks = 4 * parallelism;
     size_t row_block = kRowBlock;
     if (column_blocks * ((panel_count + kRowBlock - 1) / kRowBlock) < wanted_tasks) {
-      const size_t rows_per_task = (panel_count * column_blocks + wanted_tasks - 1) / wanted_tasks;
+      const size_t split = n <= kQGemmStripColumns ? 4 * wanted_tasks : wanted_tasks;
+      const size_t rows_per_task = (panel_count * column_blocks + split - 1) / split;
       row_block = std::clamp<size_t>((rows_per_task + kernel.mr - 1) / kernel.mr * kernel.mr,
                                      kernel.mr, kRowBlock);
     }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,6 +74,49 @@ TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
       }
     }
   }
+}
+
+// Every narrow path (one strip, B rearranged into quad groups) writes exactly
+// what the portable kernel writes, for every row count and a last quad group
+// that is whole or not, with A ending right after its last quad (a narrow
+// kernel must not read past it).
+TEST(QGemmUkernelTest, EveryNarrowPathMatchesThePortableKernel) {
+  const QGemmUkernel& generic = *GenericQGemmUkernel();
+  std::mt19937 rng(15);
+  int checked = 0;
+  for (const QGemmUkernel* kernel : SimdUkernels()) {
+    if (kernel->narrow == nullptr) continue;
+    for (size_t quads :
+         {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}, size_t{64}, size_t{1001}}) {
+      const size_t lda = quads * 4;  // rows back to back, nothing after the last
+      // Random bytes past `quads` in the strip too: the rearranged panel must
+      // not take them in.
+      std::vector<int8_t> strip((quads + 3) * kQGemmQuadBytes);
+      for (int8_t& v : strip) v = static_cast<int8_t>(rng());
+      std::vector<int8_t> panel(QGemmNarrowPanelBytes(quads));
+      kernel->narrow_pack(strip.data(), quads, panel.data());
+      for (int rows = 2; rows <= kernel->mr; ++rows) {
+        // Exactly rows * lda bytes on the heap, so reading past the end
+        // is caught by ASan.
+        std::unique_ptr<uint8_t[]> a(new uint8_t[rows * lda]);
+        for (size_t i = 0; i < rows * lda; ++i) a[i] = static_cast<uint8_t>(rng());
+        a[0] = 255;
+        for (bool accumulate : {false, true}) {
+          const size_t ldc = kQGemmStripColumns + 3;
+          std::vector<int32_t> want(rows * ldc, 7), got(rows * ldc, 7);
+          for (int i = 0; i < rows; ++i) {
+            generic.fn(quads, a.get() + i * lda, lda, 1, strip.data(), 0, 1, want.data() + i * ldc,
+                       ldc, accumulate);
+          }
+          kernel->narrow(quads, a.get(), lda, rows, panel.data(), got.data(), ldc, accumulate);
+          ASSERT_EQ(got, want) << kernel->name << " quads=" << quads << " rows=" << rows
+                               << " accumulate=" << accumulate;
+          ++checked;
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no micro-kernel with a narrow path on this CPU";
 }
 
 // The packing routines of every ISA level write the same bytes and sums,
@@ -244,7 +288,8 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
   for (DataType a_type : {DataType::kUint8, DataType::kInt8}) {
     for (DataType b_type : {DataType::kUint8, DataType::kInt8}) {
       for (DataType output_type : {DataType::kUint8, DataType::kInt8}) {
-        for (bool negative : {false, true}) {
+        for (auto [negative, n] : {std::pair{false, 17u}, std::pair{true, 17u},
+                                   std::pair{false, 15u}, std::pair{true, 15u}}) {
           // (a - za) and (b - zb) of magnitude 255 each, sign by `negative`.
           const bool a_signed = a_type == DataType::kInt8, b_signed = b_type == DataType::kInt8;
           const uint8_t a_high = a_signed ? 0x7f : 0xff, a_low = a_signed ? 0x80 : 0x00;
@@ -257,7 +302,8 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
           };
           t.a = filled(a_type, {3, kK}, a_high);
           t.a_zero_point = filled(a_type, {1, 1, 1, 1}, a_low);
-          t.b = filled(b_type, {kK, 17}, negative ? b_low : b_high);
+          // 17 columns take the strip path, 15 the narrow one.
+          t.b = filled(b_type, {kK, n}, negative ? b_low : b_high);
           t.b_zero_point = filled(b_type, {1, 1, 1, 1}, negative ? b_high : b_low);
           t.a_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
           t.b_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
