@@ -140,10 +140,11 @@ void MemoryProbe::Report(benchmark::State& state) const {
 
 Operation MakeQGemm(const QGemmCase& c) {
   QuantizedMatMulTensors t;
-  t.a = RandomTensor(c.a_type, {c.m, c.k});
+  const bool batched = c.a_batch != 1 || c.b_channel != 1;
+  t.a = RandomTensor(c.a_type, batched ? Shape{c.a_batch, 1, c.m, c.k} : Shape{c.m, c.k});
   t.a_scale = Floats({1, 1, 1, 1}, 0.02f, 0.02f);
   t.a_zero_point = Filled(c.a_type, {1, 1, 1, 1}, c.a_type == DataType::kInt8 ? 3 : 128);
-  t.b = RandomTensor(c.b_type, {c.k, c.n});
+  t.b = RandomTensor(c.b_type, batched ? Shape{1, c.b_channel, c.k, c.n} : Shape{c.k, c.n});
   if (c.registered_b) t.b.registered_id = "bench-weights";
   const Shape b_quantization = c.per_column ? Shape{1, 1, 1, c.n} : Shape{1, 1, 1, 1};
   t.b_scale = Floats(b_quantization, 0.005f, 0.01f);

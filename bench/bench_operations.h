@@ -37,6 +37,9 @@ struct QGemmCase {
   uint32_t m = 1, k = 1, n = 1;
   bool per_column = false;
   bool registered_b = false;
+  // Batch dimensions, broadcast against each other: A is {a_batch, 1, m, k}
+  // and B {1, b_channel, k, n} when either is not 1.
+  uint32_t a_batch = 1, b_channel = 1;
 };
 Operation MakeQGemm(const QGemmCase& c);
 

@@ -121,6 +121,33 @@ DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
 // one request alone, and 32 fused into one batch (s8 A, u8 B, per-column B).
 DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_1x1024x1024_registered_b, kS8, kU8, kS8, 1, 1024, 1024,
                          true, true);
+// Hostile shapes (issue 12): legal requests whose cost is all per-row and
+// per-slice overhead. 48M rows of K = 1 (a 48 MiB request; its memory beyond
+// the operands must stay near its 48 MiB output), and A {4096,1,1,1} x
+// B {1,4096,1,1}: 16M products of one multiply each.
+void BM_CpuQGemmHostile(benchmark::State& state, QGemmCase c) {
+  const std::vector<Operation> operations = {MakeQGemm(c)};
+  BufferPool::Get().Trim();
+  const MemoryProbe probe;
+  RunBatches(state, Cpu(), operations);
+  probe.Report(state);
+  state.counters["outputs/s"] = benchmark::Counter(
+      static_cast<double>(c.a_batch) * c.b_channel * c.m * c.n * state.iterations(),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_CpuQGemmHostile, u8s8_tall_50331648x1x1,
+                  Case(kU8, kS8, kS8, 50331648, 1, 1, false))
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuQGemmHostile, u8s8_broadcast_4096x1x1x1_by_1x4096x1x1,
+                  [] {
+                    QGemmCase c = Case(kU8, kS8, kS8, 1, 1, 1, false);
+                    c.a_batch = c.b_channel = 4096;
+                    return c;
+                  }())
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_32x1024x1024_registered_b, kS8, kU8, kS8, 32, 1024, 1024,
                          true, true);
 // Odd shapes: tile edges everywhere, K not a multiple of 4, N < 16.

@@ -6,7 +6,9 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "kernels/backend/device.h"
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
 
@@ -50,7 +52,17 @@ class JobCancellationListener {
 // completes (DEADLINE_EXCEEDED, CANCELLED) when its batch forms, uncomputed. `done` is called
 // exactly once, from the submitting thread (a job run on it, see Device::MayRunOnCallerThread), a
 // scheduler thread or the thread that cancelled it, and must not block.
-struct Job {
+struct Job : public WorkStopCheck {
+  // While it runs: CANCELLED once cancelled, DEADLINE_EXCEEDED once its
+  // deadline passed (a device polls it between blocks of long work).
+  absl::Status Check() const override {
+    if (is_cancelled()) return absl::CancelledError("cancelled while it ran");
+    if (deadline != absl::InfiniteFuture() && absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("deadline passed while it ran");
+    }
+    return absl::OkStatus();
+  }
+
   Operation operation;
   absl::Time deadline = absl::InfiniteFuture();
   absl::AnyInvocable<void(JobResult)> done;

@@ -347,6 +347,7 @@ absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     Job& job = *batch.jobs[i];
     items[i].operation = &job.operation;
+    items[i].stop = &job;
     // A batch re-run after a device failure reports its wait once.
     if (observer_ != nullptr && !job.started) {
       observer_->OnJobStarted(kind, start - job.enqueue_time);

@@ -24,11 +24,24 @@ struct DeviceDescription {
   bool software = false;    // software rasterizer (lavapipe, WARP)
 };
 
+// Lets a device give up on work whose result nobody wants any more. Polled
+// between blocks of long work (a chunk of rows, a slice of B; never per
+// element): OK while the result is still wanted, else the status to report
+// (CANCELLED, DEADLINE_EXCEEDED). Must be cheap and thread-safe.
+class WorkStopCheck {
+ public:
+  virtual ~WorkStopCheck() = default;
+  virtual absl::Status Check() const = 0;
+};
+
 // One operation of a batch and where its result goes.
 struct WorkItem {
   const Operation* operation = nullptr;
   Tensor output;        // set by the device on success
   absl::Status status;  // per-item failure (the others still succeed)
+  // Optional: when it turns non-OK, a device may stop computing this item
+  // and report that status for it instead.
+  const WorkStopCheck* stop = nullptr;
 };
 
 class Device {

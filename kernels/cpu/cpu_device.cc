@@ -67,6 +67,8 @@ bool CpuDevice::MayRunOnCallerThread(const Operation& operation) const {
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
   std::vector<const QuantizedMatMulOperation*> matmuls;
   std::vector<Tensor*> matmul_outputs;
+  std::vector<const WorkStopCheck*> matmul_stops;
+  std::vector<WorkItem*> matmul_items;
   for (WorkItem& item : items) {
     if (item.operation == nullptr) {
       item.status = absl::InvalidArgumentError("work item has no operation");
@@ -90,15 +92,16 @@ absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
       item.output = Tensor::AllocateUninitialized(matmul.output_data_type, matmul.output_sizes);
       matmuls.push_back(&matmul);
       matmul_outputs.push_back(&item.output);
+      matmul_stops.push_back(item.stop);
+      matmul_items.push_back(&item);
     }
   }
   if (!matmuls.empty()) {
-    ComputeQuantizedMatMuls(matmuls, matmul_outputs, cache_.get());
-    for (WorkItem& item : items) {
-      if (item.operation != nullptr &&
-          std::holds_alternative<QuantizedMatMulOperation>(*item.operation)) {
-        item.status = absl::OkStatus();
-      }
+    std::vector<absl::Status> statuses =
+        ComputeQuantizedMatMuls(matmuls, matmul_outputs, cache_.get(), nullptr, matmul_stops);
+    for (size_t i = 0; i < matmul_items.size(); ++i) {
+      matmul_items[i]->status = std::move(statuses[i]);
+      if (!matmul_items[i]->status.ok()) matmul_items[i]->output = Tensor();  // incomplete
     }
   }
   return absl::OkStatus();

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/parallel_for.h"
@@ -33,6 +35,8 @@ constexpr size_t kMaxStreamingColumnBlock = 1024;
 // A is packed in row panels of at most this many bytes, so a request never
 // holds more than this much besides its operands.
 constexpr size_t kMaxPackedABytes = size_t{2} << 20;
+// Rows are described (RowJob, ~56 bytes each) and packed this many at a time.
+constexpr uint64_t kMaxRowsPerChunk = uint64_t{1} << 16;
 // Each thread a product runs on gets at least this many multiply-adds (about
 // 10 µs on one core): smaller products run on the calling thread alone. Waking
 // a pool worker costs a few microseconds of its own and, in a busy server,
@@ -117,6 +121,71 @@ struct BOperand {
   // With one strip, the packed strip rearranged for the narrow path (every
   // quad, depth blocks at their quad offsets), else null.
   const int8_t* narrow = nullptr;
+};
+
+// Appends rows [m_begin, m_end) of A slice `a_slice` of `op`, writing to
+// output slice `out_slice` of `output`.
+void AddRows(const QuantizedMatMulOperation& op, uint64_t a_slice, Tensor& output,
+             uint64_t out_slice, uint32_t m_begin, uint32_t m_end, std::vector<RowJob>& rows) {
+  const bool output_signed = op.output_data_type == DataType::kInt8;
+  const uint8_t* a = op.a.data() + a_slice * op.m * op.k;
+  uint8_t* out = output.mutable_data() + out_slice * op.m * op.n;
+  for (uint32_t m = m_begin; m < m_end; ++m) {
+    RowJob row;
+    row.a = a + uint64_t{m} * op.k;
+    row.a_signed = op.a.data_type == DataType::kInt8;
+    row.a_zero_point = ZeroPointAt(op.a_zero_point, op.a_quantization, m);
+    row.a_scale = ScaleAt(op.a_scale, op.a_quantization, m);
+    row.output_scale = ScaleAt(op.output_scale, op.output_quantization, m);
+    row.output_zero_point = ZeroPointAt(op.output_zero_point, op.output_quantization, m);
+    row.low = output_signed ? -128 : 0;
+    row.high = output_signed ? 127 : 255;
+    row.out = out + uint64_t{m} * op.n;
+    rows.push_back(row);
+  }
+}
+
+// The rows of one product: the M rows of each (operation, A slice) added, in
+// order. RowJobs (~56 bytes each) are made on demand a chunk at a time, so a
+// request of 48M one-byte rows never holds 48M of them.
+class RowList {
+ public:
+  void Add(const QuantizedMatMulOperation& op, uint64_t a_slice, Tensor& output,
+           uint64_t out_slice) {
+    if (op.m == 0) return;
+    segments_.push_back({&op, a_slice, &output, out_slice, total_});
+    total_ += op.m;
+  }
+  uint64_t size() const { return total_; }
+
+  // Replaces `rows` with rows [first, first + count).
+  void Fill(uint64_t first, size_t count, std::vector<RowJob>& rows) const {
+    rows.clear();
+    rows.reserve(count);
+    auto segment = std::upper_bound(segments_.begin(), segments_.end(), first,
+                                    [](uint64_t row, const Segment& s) { return row < s.start; });
+    --segment;  // the one containing `first` (segments_[0].start is 0)
+    const uint64_t end = first + count;
+    for (uint64_t row = first; row < end; ++segment) {
+      const uint64_t segment_end = segment->start + segment->op->m;
+      const uint64_t stop = std::min(end, segment_end);
+      AddRows(*segment->op, segment->a_slice, *segment->output, segment->out_slice,
+              static_cast<uint32_t>(row - segment->start),
+              static_cast<uint32_t>(stop - segment->start), rows);
+      row = stop;
+    }
+  }
+
+ private:
+  struct Segment {
+    const QuantizedMatMulOperation* op;
+    uint64_t a_slice;
+    Tensor* output;
+    uint64_t out_slice;
+    uint64_t start;  // index of its first row in the list
+  };
+  std::vector<Segment> segments_;
+  uint64_t total_ = 0;
 };
 
 // Computes and requantizes output rows [row0, row0 + rows) (indices into
@@ -244,11 +313,19 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   }
 }
 
-// out = requantize((A - za) x (B - zb)) for every row of `rows`, with B slice
-// `slice` of `op` (packed whole, from `cache` when it is registered).
-void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uint64_t slice,
-             PackedBCache* cache, const std::vector<RowJob>& rows) {
-  if (rows.empty()) return;
+void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n,
+               size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
+               size_t panel_rows, PackedA& a);
+
+// out = requantize((A - za) x (B - zb)) for every row of `list`, with B slice
+// `slice` of `op` (packed whole, from `cache` when it is registered). Rows
+// are made a chunk at a time; before each chunk `stop` may abandon the rest
+// (its non-OK status is returned).
+absl::Status RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uint64_t slice,
+                     PackedBCache* cache, const RowList& list,
+                     absl::FunctionRef<absl::Status()> stop) {
+  const uint64_t total_rows = list.size();
+  if (total_rows == 0) return absl::OkStatus();
   const size_t k = op.k, n = op.n;
   BOperand b;
   b.source = BSource::Of(op, slice);
@@ -258,8 +335,8 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
   // Packing B whole pays off when its panels are reused by several row
   // blocks (or by later requests, once cached), and costs nothing with one
   // strip (K x 16 bytes), which the narrow path rearranges once per call.
-  const bool narrow = n <= kQGemmStripColumns && kernel.narrow != nullptr && rows.size() >= 2;
-  const bool streaming = !registered && rows.size() <= kRowBlock && !narrow;
+  const bool narrow = n <= kQGemmStripColumns && kernel.narrow != nullptr && total_rows >= 2;
+  const bool streaming = !registered && total_rows <= kRowBlock && !narrow;
   if (streaming) {
     columns = BColumns::Of(op);
     b.columns = &columns;
@@ -282,12 +359,26 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
     column_block =
         std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
   }
-  // A used in place needs no panels; a copy is made a panel at a time.
-  const size_t panel_rows =
-      PacksAInPlace(ARows(rows, 0, rows.size()), k)
-          ? rows.size()
-          : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
   PackedA a;
+  std::vector<RowJob> rows;
+  for (uint64_t chunk0 = 0; chunk0 < total_rows; chunk0 += kMaxRowsPerChunk) {
+    if (absl::Status status = stop(); !status.ok()) return status;
+    list.Fill(chunk0,
+              static_cast<size_t>(std::min<uint64_t>(kMaxRowsPerChunk, total_rows - chunk0)), rows);
+    // A used in place needs no panels; a copy is made a panel at a time.
+    const size_t panel_rows =
+        PacksAInPlace(ARows(rows, 0, rows.size()), k)
+            ? rows.size()
+            : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
+    RunPanels(kernel, b, k, n, column_block, depth_block, rows, panel_rows, a);
+  }
+  return absl::OkStatus();
+}
+
+// Computes `rows` (one chunk) panel by panel, `panel_rows` at a time.
+void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n,
+               size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
+               size_t panel_rows, PackedA& a) {
   for (size_t panel0 = 0; panel0 < rows.size(); panel0 += panel_rows) {
     const size_t panel_count = std::min(panel_rows, rows.size() - panel0);
     // With a single column block, each row is read by one task only: that
@@ -330,28 +421,6 @@ void RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uin
   }
 }
 
-// Appends the rows of A slice `a_slice` of `op`, writing to output slice
-// `out_slice` of `output`.
-void AddRows(const QuantizedMatMulOperation& op, uint64_t a_slice, Tensor& output,
-             uint64_t out_slice, std::vector<RowJob>& rows) {
-  const bool output_signed = op.output_data_type == DataType::kInt8;
-  const uint8_t* a = op.a.data() + a_slice * op.m * op.k;
-  uint8_t* out = output.mutable_data() + out_slice * op.m * op.n;
-  for (uint32_t m = 0; m < op.m; ++m) {
-    RowJob row;
-    row.a = a + uint64_t{m} * op.k;
-    row.a_signed = op.a.data_type == DataType::kInt8;
-    row.a_zero_point = ZeroPointAt(op.a_zero_point, op.a_quantization, m);
-    row.a_scale = ScaleAt(op.a_scale, op.a_quantization, m);
-    row.output_scale = ScaleAt(op.output_scale, op.output_quantization, m);
-    row.output_zero_point = ZeroPointAt(op.output_zero_point, op.output_quantization, m);
-    row.low = output_signed ? -128 : 0;
-    row.high = output_signed ? 127 : 255;
-    row.out = out + uint64_t{m} * op.n;
-    rows.push_back(row);
-  }
-}
-
 bool SameBytes(const Tensor& x, const Tensor& y) {
   if (x.data_type != y.data_type || x.sizes != y.sizes) return false;
   if (x.bytes == y.bytes) return true;
@@ -368,53 +437,85 @@ bool SameB(const QuantizedMatMulOperation& x, const QuantizedMatMulOperation& y)
 
 // An operation whose B has several slices: each B slice is packed once and
 // multiplied with every A slice it pairs with.
-void ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, Tensor& output,
-                     PackedBCache* cache) {
+absl::Status ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op,
+                             Tensor& output, PackedBCache* cache,
+                             absl::FunctionRef<absl::Status()> stop) {
   for (uint32_t bb = 0; bb < op.b_batch; ++bb) {
     for (uint32_t bc = 0; bc < op.b_channel; ++bc) {
-      std::vector<RowJob> rows;
-      for (uint32_t batch = 0; batch < op.batch; ++batch) {
-        if (op.b_batch != 1 && batch != bb) continue;
-        for (uint32_t channel = 0; channel < op.channel; ++channel) {
-          if (op.b_channel != 1 && channel != bc) continue;
+      RowList rows;
+      // The output slices this B slice makes: every batch (channel) when B
+      // broadcasts over them, else only its own. (Testing each pair instead
+      // costs batch x channel per B slice: 68G steps for {4096,1} x {1,4096}.)
+      const uint32_t first_batch = op.b_batch == 1 ? 0 : bb;
+      const uint32_t end_batch = op.b_batch == 1 ? op.batch : bb + 1;
+      const uint32_t first_channel = op.b_channel == 1 ? 0 : bc;
+      const uint32_t end_channel = op.b_channel == 1 ? op.channel : bc + 1;
+      for (uint32_t batch = first_batch; batch < end_batch; ++batch) {
+        for (uint32_t channel = first_channel; channel < end_channel; ++channel) {
           const uint64_t a_slice = uint64_t{op.a_batch == 1 ? 0 : batch} * op.a_channel +
                                    (op.a_channel == 1 ? 0 : channel);
-          AddRows(op, a_slice, output, uint64_t{batch} * op.channel + channel, rows);
+          rows.Add(op, a_slice, output, uint64_t{batch} * op.channel + channel);
         }
       }
-      RunGemm(kernel, op, uint64_t{bb} * op.b_channel + bc, cache, rows);
+      if (absl::Status status =
+              RunGemm(kernel, op, uint64_t{bb} * op.b_channel + bc, cache, rows, stop);
+          !status.ok()) {
+        return status;
+      }
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> ops,
-                             absl::Span<Tensor* const> outputs, PackedBCache* cache,
-                             const QGemmUkernel* ukernel) {
+std::vector<absl::Status> ComputeQuantizedMatMuls(
+    absl::Span<const QuantizedMatMulOperation* const> ops, absl::Span<Tensor* const> outputs,
+    PackedBCache* cache, const QGemmUkernel* ukernel,
+    absl::Span<const WorkStopCheck* const> stops) {
   const QGemmUkernel& kernel = ukernel != nullptr ? *ukernel : SelectedQGemmUkernel();
+  std::vector<absl::Status> statuses(ops.size());
+  auto stop_of = [&](size_t i) -> absl::Status {
+    if (i >= stops.size() || stops[i] == nullptr) return absl::OkStatus();
+    return stops[i]->Check();
+  };
   std::vector<bool> done(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i) {
     if (done[i]) continue;
     const QuantizedMatMulOperation& op = *ops[i];
     if (!HasSharedB(op)) {
-      ComputeBatchedB(kernel, op, *outputs[i], cache);
+      statuses[i] = ComputeBatchedB(kernel, op, *outputs[i], cache, [&] { return stop_of(i); });
       continue;
     }
     // With one B slice, every A slice of every operation that shares this B
     // is just more rows of one product.
-    std::vector<RowJob> rows;
+    RowList rows;
+    std::vector<size_t> members;
     for (size_t j = i; j < ops.size(); ++j) {
       if (done[j] || !HasSharedB(*ops[j]) || (j != i && !SameB(op, *ops[j]))) continue;
       done[j] = true;
+      members.push_back(j);
       const QuantizedMatMulOperation& member = *ops[j];
       const uint64_t slices = uint64_t{member.a_batch} * member.a_channel;
       for (uint64_t slice = 0; slice < slices; ++slice) {
-        AddRows(member, slice, *outputs[j], slice, rows);
+        rows.Add(member, slice, *outputs[j], slice);
       }
     }
-    RunGemm(kernel, op, 0, cache, rows);
+    // The shared product stops early only when none of its members wants it;
+    // each then reports what its own check said.
+    std::vector<absl::Status> member_statuses(members.size());
+    const absl::Status stopped = RunGemm(kernel, op, 0, cache, rows, [&]() -> absl::Status {
+      for (size_t x = 0; x < members.size(); ++x) {
+        member_statuses[x] = stop_of(members[x]);
+        if (member_statuses[x].ok()) return absl::OkStatus();
+      }
+      return member_statuses[0];
+    });
+    if (!stopped.ok()) {
+      for (size_t x = 0; x < members.size(); ++x) statuses[members[x]] = member_statuses[x];
+    }
   }
+  return statuses;
 }
 
 }  // namespace dmlserve

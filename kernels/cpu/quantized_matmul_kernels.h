@@ -1,7 +1,11 @@
 #ifndef DMLSERVE_KERNELS_CPU_QUANTIZED_MATMUL_KERNELS_H_
 #define DMLSERVE_KERNELS_CPU_QUANTIZED_MATMUL_KERNELS_H_
 
+#include <vector>
+
+#include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/backend/device.h"
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
 #include "kernels/cpu/packed_b.h"
@@ -30,9 +34,18 @@ namespace dmlserve {
 // tensors are packed per call (panel by panel inside each task when few rows
 // use them, so no packed copy of the whole B is ever held). `ukernel` forces a
 // micro-kernel (tests); null means SelectedQGemmUkernel().
-void ComputeQuantizedMatMuls(absl::Span<const QuantizedMatMulOperation* const> ops,
-                             absl::Span<Tensor* const> outputs, PackedBCache* cache = nullptr,
-                             const QGemmUkernel* ukernel = nullptr);
+//
+// Rows are made and packed a chunk at a time, so memory beyond the operands,
+// the outputs and a packed B stays bounded (a few MiB) whatever M is. Between
+// chunks and between slices of a batched B, the work of an operation whose
+// `stops[i]` (optional: empty, or one per operation, entries may be null)
+// turned non-OK is abandoned when nothing else shares it; the returned
+// status of such an operation is that of its stop check (its output is then
+// incomplete), every other status is OK.
+std::vector<absl::Status> ComputeQuantizedMatMuls(
+    absl::Span<const QuantizedMatMulOperation* const> ops, absl::Span<Tensor* const> outputs,
+    PackedBCache* cache = nullptr, const QGemmUkernel* ukernel = nullptr,
+    absl::Span<const WorkStopCheck* const> stops = {});
 
 inline void ComputeQuantizedMatMul(const QuantizedMatMulOperation& op, Tensor& output) {
   const QuantizedMatMulOperation* ops[] = {&op};

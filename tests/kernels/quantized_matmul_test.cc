@@ -1,9 +1,11 @@
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -170,6 +172,138 @@ TEST(QuantizedMatMulTest, BatchedBAndBroadcastA) {
   const Tensor out = RunKernel(op);
   EXPECT_TRUE(reference::CheckExact(reference::Compute(op), out).ok())
       << reference::CheckExact(reference::Compute(op), out);
+}
+
+// A {B1,1,m,k} x B {1,C,k,n} makes B1 x C output slices, each B slice
+// pairing with every A slice (the shape of a hostile 16M-product request,
+// small here).
+TEST(QuantizedMatMulTest, ABroadcastOverChannelsTimesBBroadcastOverBatches) {
+  std::mt19937_64 rng(5);
+  QuantizedMatMulTensors t;
+  t.a = RandomBytes(DataType::kInt8, {37, 1, 2, 3}, rng);
+  t.a_scale = Floats({1, 1, 1, 1}, {0.05f});
+  t.b = RandomBytes(DataType::kUint8, {1, 29, 3, 2}, rng);
+  t.b_scale = Floats({1, 1, 1, 1}, {0.05f});
+  t.b_zero_point = RandomBytes(DataType::kUint8, {1, 1, 1, 1}, rng);
+  t.output_scale = Floats({1, 1, 1, 1}, {0.1f});
+  const QuantizedMatMulOperation op = Make(std::move(t), DataType::kInt8);
+  ASSERT_EQ(op.output_sizes, (Shape{37, 29, 2, 2}));
+  const Tensor out = RunKernel(op);
+  EXPECT_TRUE(reference::CheckExact(reference::Compute(op), out).ok())
+      << reference::CheckExact(reference::Compute(op), out);
+}
+
+// More rows than one chunk (rows are described and packed 65536 at a time),
+// from several requests fused: chunk edges fall inside requests and slices.
+TEST(QuantizedMatMulTest, RowsSpanningChunksAreExact) {
+  std::mt19937_64 rng(6);
+  const Tensor b = RandomBytes(DataType::kInt8, {5, 3}, rng);
+  const Tensor b_scale = Floats({1, 1, 1, 1}, {0.05f});
+  std::vector<QuantizedMatMulOperation> ops;
+  for (uint32_t m : {70001u, 3u, 65536u}) {
+    QuantizedMatMulTensors t;
+    t.a = RandomBytes(DataType::kUint8, m == 3 ? Shape{2, m, 5} : Shape{m, 5}, rng);
+    t.a_scale = Floats({1, 1, 1, 1}, {0.05f});
+    t.a_zero_point = RandomBytes(DataType::kUint8, {1, 1, 1, 1}, rng);
+    t.b = b;
+    t.b_scale = b_scale;
+    t.output_scale = Floats({1, 1, 1, 1}, {0.2f});
+    ops.push_back(Make(std::move(t), DataType::kUint8));
+  }
+  std::vector<const QuantizedMatMulOperation*> pointers;
+  std::vector<Tensor> outputs;
+  for (const auto& op : ops) {
+    pointers.push_back(&op);
+    outputs.push_back(Tensor::Allocate(op.output_data_type, op.output_sizes));
+  }
+  std::vector<Tensor*> output_pointers;
+  for (Tensor& out : outputs) output_pointers.push_back(&out);
+  for (const absl::Status& status : ComputeQuantizedMatMuls(pointers, output_pointers)) {
+    EXPECT_TRUE(status.ok()) << status;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_TRUE(reference::CheckExact(reference::Compute(ops[i]), outputs[i]).ok()) << i;
+  }
+}
+
+// Answers OK for its first `allowed` checks, then `status`.
+class StopAfter : public WorkStopCheck {
+ public:
+  StopAfter(int allowed, absl::Status status) : allowed_(allowed), status_(std::move(status)) {}
+  absl::Status Check() const override {
+    return checks_.fetch_add(1) < allowed_ ? absl::OkStatus() : status_;
+  }
+  int checks() const { return checks_.load(); }
+
+ private:
+  const int allowed_;
+  const absl::Status status_;
+  mutable std::atomic<int> checks_{0};
+};
+
+// Long work is abandoned between chunks (and between slices of a batched B)
+// once its stop check says so; a request fused with it that still wants its
+// result gets it, exact.
+TEST(QuantizedMatMulTest, StopCheckAbandonsLongWorkBetweenBlocks) {
+  std::mt19937_64 rng(7);
+  const Tensor b = RandomBytes(DataType::kInt8, {1, 1}, rng);
+  auto tall = [&](uint32_t m) {
+    QuantizedMatMulTensors t;
+    t.a = RandomBytes(DataType::kUint8, {m, 1}, rng);
+    t.a_scale = Floats({1, 1, 1, 1}, {0.5f});
+    t.b = b;
+    t.b_scale = Floats({1, 1, 1, 1}, {0.5f});
+    t.output_scale = Floats({1, 1, 1, 1}, {1.0f});
+    return Make(std::move(t), DataType::kInt8);
+  };
+  // Alone: stops after the first of its 5 chunks.
+  {
+    const QuantizedMatMulOperation op = tall(5 * 65536);
+    Tensor out = Tensor::Allocate(op.output_data_type, op.output_sizes);
+    const QuantizedMatMulOperation* ops[] = {&op};
+    Tensor* outs[] = {&out};
+    StopAfter stop(1, absl::DeadlineExceededError("deadline passed while it ran"));
+    const WorkStopCheck* stops[] = {&stop};
+    const std::vector<absl::Status> statuses =
+        ComputeQuantizedMatMuls(ops, outs, nullptr, nullptr, stops);
+    EXPECT_EQ(statuses[0].code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_EQ(stop.checks(), 2);
+  }
+  // Fused with a request that still wants its answer: both run to the end.
+  {
+    const QuantizedMatMulOperation first = tall(3 * 65536), second = tall(1000);
+    Tensor out1 = Tensor::Allocate(first.output_data_type, first.output_sizes);
+    Tensor out2 = Tensor::Allocate(second.output_data_type, second.output_sizes);
+    const QuantizedMatMulOperation* ops[] = {&first, &second};
+    Tensor* outs[] = {&out1, &out2};
+    StopAfter stop(0, absl::CancelledError("cancelled while it ran"));
+    const WorkStopCheck* stops[] = {&stop, nullptr};
+    const std::vector<absl::Status> statuses =
+        ComputeQuantizedMatMuls(ops, outs, nullptr, nullptr, stops);
+    EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+    EXPECT_TRUE(statuses[1].ok()) << statuses[1];
+    EXPECT_TRUE(reference::CheckExact(reference::Compute(first), out1).ok());
+    EXPECT_TRUE(reference::CheckExact(reference::Compute(second), out2).ok());
+  }
+  // A batched B: stops between its slices.
+  {
+    QuantizedMatMulTensors t;
+    t.a = RandomBytes(DataType::kUint8, {64, 1, 1, 1}, rng);
+    t.a_scale = Floats({1, 1, 1, 1}, {0.5f});
+    t.b = RandomBytes(DataType::kInt8, {1, 64, 1, 1}, rng);
+    t.b_scale = Floats({1, 1, 1, 1}, {0.5f});
+    t.output_scale = Floats({1, 1, 1, 1}, {1.0f});
+    const QuantizedMatMulOperation op = Make(std::move(t), DataType::kInt8);
+    Tensor out = Tensor::Allocate(op.output_data_type, op.output_sizes);
+    const QuantizedMatMulOperation* ops[] = {&op};
+    Tensor* outs[] = {&out};
+    StopAfter stop(10, absl::CancelledError("cancelled while it ran"));
+    const WorkStopCheck* stops[] = {&stop};
+    const std::vector<absl::Status> statuses =
+        ComputeQuantizedMatMuls(ops, outs, nullptr, nullptr, stops);
+    EXPECT_EQ(statuses[0].code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(stop.checks(), 11);  // one per B slice started, out of 64
+  }
 }
 
 // Big enough to be split into many tiles across the pool.
