@@ -1,6 +1,7 @@
 // The scheduler in front of the real CPU backend: batched, concurrent jobs
 // still get exactly their own, correct results.
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -198,6 +199,34 @@ TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
     ExpectOutput(*jobs[i], ReferenceScan(std::get<ScanOperation>(jobs[i]->operation)),
                  absl::StrCat("job ", i));
   }
+}
+
+// A long product (a million rows, 16 chunks) whose caller gives up while it
+// runs: the device polls the job between chunks and stops, and the job ends
+// CANCELLED instead of computing the rest.
+TEST(CpuEndToEndTest, AJobCancelledWhileItRunsStopsBetweenChunks) {
+  Scheduler scheduler(SchedulerOptions(), CreateCpuDevices(1), nullptr);
+  constexpr uint32_t kRows = 1 << 20;
+  QuantizedMatMulTensors t;
+  t.a = Tensor::Allocate(DataType::kUint8, {kRows, 1});
+  std::memset(t.a.mutable_data(), 3, t.a.byte_size());
+  t.a_scale = testing::Scale(1.0f);
+  t.b = testing::MakeTensor<int8_t>(DataType::kInt8, {1, 1}, {5});
+  t.b_scale = testing::Scale(1.0f);
+  t.output_scale = testing::Scale(1.0f);
+  absl::StatusOr<QuantizedMatMulOperation> op =
+      MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto submitted = NewJob(*std::move(op));
+  // The cancellation the unary RPC polls (gRPC's IsCancelled): true from the
+  // fourth poll on, after the scheduler's own checks and a chunk or two.
+  auto polls = std::make_shared<std::atomic<int>>(0);
+  submitted->job->cancelled_elsewhere = [polls] { return polls->fetch_add(1) >= 3; };
+  ASSERT_TRUE(scheduler.Submit(submitted->job).ok());
+  ASSERT_TRUE(submitted->Await());
+  EXPECT_EQ(submitted->result.status.code(), absl::StatusCode::kCancelled)
+      << submitted->result.status;
+  EXPECT_LT(polls->load(), 8);  // polled once per chunk: it did not run all 16
 }
 
 }  // namespace
