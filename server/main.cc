@@ -101,8 +101,10 @@ int Run(TerminationSignal& termination) {
   std::vector<AdapterReport> adapters = devices->adapters;
   Scheduler scheduler(config->scheduler, std::move(devices->devices), &service_metrics,
                       std::move(devices->fallback_devices));
-  TensorRegistry tensors(config->max_registered_tensor_bytes,
-                         [&scheduler](absl::string_view id) { scheduler.EvictTensor(id); });
+  TensorRegistry tensors(
+      config->max_registered_tensor_bytes,
+      [&scheduler](absl::string_view id) { scheduler.EvictTensor(id); },
+      config->max_registered_tensors);
   service_metrics.ObserveDevices(&scheduler);
   service_metrics.ObserveTensorRegistry(&tensors);
 

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/client_text.h"
 
 namespace dmlserve {
 namespace {
@@ -51,13 +52,13 @@ absl::StatusOr<Tensor> DecodeRegisteredTensor(const v1::Tensor& proto, absl::str
     absl::StatusOr<DataType> given = DecodeDataType(proto.data_type(), field, ".data_type");
     if (!given.ok()) return given.status();
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data_type: ", DataTypeName(*given), " does not match registered tensor \"",
-        proto.tensor_id(), "\" (", DataTypeName(tensor->data_type), ")"));
+        field, ".data_type: ", DataTypeName(*given), " does not match registered tensor ",
+        QuotedClientText(proto.tensor_id()), " (", DataTypeName(tensor->data_type), ")"));
   }
   if (proto.sizes_size() > 0 && SizesOf(proto) != tensor->sizes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".sizes: ", ShapeToString(SizesOf(proto)), " does not match registered tensor \"",
-        proto.tensor_id(), "\" (", ShapeToString(tensor->sizes), ")"));
+        field, ".sizes: ", ShapeToString(SizesOf(proto)), " does not match registered tensor ",
+        QuotedClientText(proto.tensor_id()), " (", ShapeToString(tensor->sizes), ")"));
   }
   return tensor;
 }

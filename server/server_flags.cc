@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/tensor_registry.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT for gRPC; port 0 picks a free port (printed at start-up).");
@@ -48,6 +49,9 @@ ABSL_FLAG(uint64_t, max_request_bytes, 64ull << 20,
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, max_registered_tensor_bytes, 1ull << 30,
           "Total bytes of registered tensors; RegisterTensor beyond it fails with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint32_t, max_registered_tensors, dmlserve::TensorRegistry::kDefaultMaxTensors,
+          "How many tensors may be registered at once; RegisterTensor beyond it fails with "
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, max_inflight_bytes, 2ull << 30,
           "Total bytes admitted Execute requests may hold (their message plus their output) until "
@@ -99,6 +103,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
+  config.max_registered_tensors = absl::GetFlag(FLAGS_max_registered_tensors);
   config.max_inflight_bytes = absl::GetFlag(FLAGS_max_inflight_bytes);
   config.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
 
@@ -122,6 +127,9 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {
     return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
+  }
+  if (config.max_registered_tensors < 1) {
+    return FlagError("max_registered_tensors", config.max_registered_tensors, "must be at least 1");
   }
   if (config.scheduler.max_queue < 1) {
     return FlagError("max_queue", config.scheduler.max_queue, "must be at least 1");

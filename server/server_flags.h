@@ -21,6 +21,7 @@ struct ServerConfig {
   SchedulerOptions scheduler;
   uint64_t max_request_bytes = 0;
   uint64_t max_registered_tensor_bytes = 0;
+  uint32_t max_registered_tensors = 0;
   uint64_t max_inflight_bytes = 0;
   absl::Duration shutdown_timeout;
 };

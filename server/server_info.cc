@@ -32,6 +32,7 @@ v1::GetServerInfoResponse BuildServerInfo(absl::string_view version, uint64_t ma
   v1::ServerLimits* limits = info.mutable_limits();
   limits->set_max_request_bytes(max_request_bytes);
   limits->set_max_registered_tensor_bytes(tensors.max_total_bytes());
+  limits->set_max_registered_tensors(static_cast<uint32_t>(tensors.max_tensors()));
   limits->set_max_queue(options.max_queue);
   limits->set_max_batch_size(options.max_batch_size);
   limits->set_max_batch_bytes(options.max_batch_bytes);

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/client_text.h"
 
 namespace dmlserve {
 namespace {
@@ -28,8 +29,9 @@ absl::Status ValidateId(absl::string_view id) {
 }  // namespace
 
 TensorRegistry::TensorRegistry(uint64_t max_total_bytes,
-                               absl::AnyInvocable<void(absl::string_view)> evict)
-    : max_total_bytes_(max_total_bytes), evict_(std::move(evict)) {}
+                               absl::AnyInvocable<void(absl::string_view)> evict,
+                               size_t max_tensors)
+    : max_total_bytes_(max_total_bytes), max_tensors_(max_tensors), evict_(std::move(evict)) {}
 
 absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tensor tensor) {
   if (absl::Status status = ValidateId(id); !status.ok()) return status;
@@ -37,8 +39,14 @@ absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tenso
   absl::MutexLock lock(&mutex_);
   std::string key = id.empty() ? GenerateId() : std::string(id);
   if (tensors_.contains(key)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("tensor_id: tensor \"", key, "\" is already registered; release it first"));
+    return absl::AlreadyExistsError(absl::StrCat("tensor_id: tensor ", QuotedClientText(key),
+                                                 " is already registered; release it first"));
+  }
+  if (tensors_.size() >= max_tensors_) {
+    return absl::ResourceExhaustedError(absl::StrCat("tensor: ", tensors_.size(),
+                                                     " tensors are registered, the most "
+                                                     "--max_registered_tensors=",
+                                                     max_tensors_, " allows; release some first"));
   }
   if (bytes > max_total_bytes_ || total_bytes_ > max_total_bytes_ - bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -57,7 +65,7 @@ absl::Status TensorRegistry::Release(absl::string_view id) {
     absl::MutexLock lock(&mutex_);
     auto it = tensors_.find(id);
     if (it == tensors_.end()) {
-      return absl::NotFoundError(absl::StrCat("tensor_id: unknown tensor \"", id, "\""));
+      return absl::NotFoundError(absl::StrCat("tensor_id: unknown tensor ", QuotedClientText(id)));
     }
     total_bytes_ -= it->second.byte_size();
     registered_id = std::move(it->second.registered_id);
@@ -72,7 +80,7 @@ absl::StatusOr<Tensor> TensorRegistry::Find(absl::string_view id) const {
   absl::MutexLock lock(&mutex_);
   auto it = tensors_.find(id);
   if (it == tensors_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown tensor \"", id, "\""));
+    return absl::NotFoundError(absl::StrCat("unknown tensor ", QuotedClientText(id)));
   }
   return it->second;
 }

@@ -29,10 +29,16 @@ class TensorRegistry {
   // Longest accepted public id.
   static constexpr size_t kMaxIdLength = 256;
 
-  // `max_total_bytes` caps the bytes of all registered tensors together.
+  // Default for `max_tensors`.
+  static constexpr size_t kDefaultMaxTensors = 65536;
+
+  // `max_total_bytes` caps the bytes of all registered tensors together and
+  // `max_tensors` their number (each costs its id and bookkeeping whatever
+  // its size: a million one-byte tensors would hold far more than 1 MB).
   // `evict` is called with a released tensor's registered_id (outside the
   // registry's lock) so devices can drop resident copies.
-  TensorRegistry(uint64_t max_total_bytes, absl::AnyInvocable<void(absl::string_view)> evict);
+  TensorRegistry(uint64_t max_total_bytes, absl::AnyInvocable<void(absl::string_view)> evict,
+                 size_t max_tensors = kDefaultMaxTensors);
 
   TensorRegistry(const TensorRegistry&) = delete;
   TensorRegistry& operator=(const TensorRegistry&) = delete;
@@ -51,12 +57,14 @@ class TensorRegistry {
 
   uint64_t total_bytes() const;
   uint64_t max_total_bytes() const { return max_total_bytes_; }
+  size_t max_tensors() const { return max_tensors_; }
   size_t size() const;
 
  private:
   std::string GenerateId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const uint64_t max_total_bytes_;
+  const size_t max_tensors_;
   absl::AnyInvocable<void(absl::string_view)> evict_;
 
   mutable absl::Mutex mutex_;

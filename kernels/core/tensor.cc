@@ -12,7 +12,11 @@ uint64_t ElementCount(const Shape& sizes) {
 }
 
 std::string ShapeToString(const Shape& sizes) {
-  return absl::StrCat("[", absl::StrJoin(sizes, ","), "]");
+  // Sizes may come from a client: a list of a million stays a short message.
+  constexpr size_t kMaxShown = 16;
+  if (sizes.size() <= kMaxShown) return absl::StrCat("[", absl::StrJoin(sizes, ","), "]");
+  return absl::StrCat("[", absl::StrJoin(sizes.begin(), sizes.begin() + kMaxShown, ","), ",... (",
+                      sizes.size(), " sizes)]");
 }
 
 Tensor Tensor::Allocate(DataType type, const Shape& sizes) {

@@ -21,7 +21,7 @@ using Shape = absl::InlinedVector<uint32_t, kMaxDimensions>;
 // it does not overflow (see operation.h).
 uint64_t ElementCount(const Shape& sizes);
 
-// "[1,1,3,4]"
+// "[1,1,3,4]"; past 16 sizes, the first 16 and the count.
 std::string ShapeToString(const Shape& sizes);
 
 // A dense tensor: `bytes` holds the elements packed little-endian, row-major.

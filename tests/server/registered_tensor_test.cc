@@ -196,5 +196,70 @@ TEST_F(RegisteredTensorTest, MismatchingTypeOrSizesWithAnIdAreInvalid) {
   ExpectServerStillAnswers();
 }
 
+// Tensors are capped in number as well as bytes: a million one-byte tensors
+// would hold far more than a million bytes of ids and bookkeeping.
+class RegisteredTensorCountTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override { return {"--max_registered_tensors=3"}; }
+};
+
+TEST_F(RegisteredTensorCountTest, CountCapIsResourceExhaustedNamingTheFlag) {
+  for (const char* id : {"t1", "t2", "t3"}) {
+    v1::Tensor tensor = MakeTensor(v1::UINT8, {1}, {7});
+    tensor.set_tensor_id(id);
+    ASSERT_TRUE(Register(tensor, nullptr).ok()) << id;
+  }
+  v1::Tensor fourth = MakeTensor(v1::UINT8, {1}, {7});
+  fourth.set_tensor_id("t4");
+  grpc::Status status = Register(fourth, nullptr);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("tensor: 3 tensors are registered, the most --max_registered_tensors=3 "
+                        "allows; release some first"));
+  // A release makes room again.
+  ASSERT_TRUE(Release("t2").ok());
+  EXPECT_TRUE(Register(fourth, nullptr).ok());
+  ExpectServerStillAnswers();
+}
+
+// A hostile client's 1 MB tensor_id or million-entry sizes list is quoted
+// short: the client gets the real error (not gRPC's "metadata size exceeds
+// limit"), and the server does not build megabyte messages.
+TEST_F(RegisteredTensorTest, HugeIdsAndSizeListsAreQuotedShortInErrors) {
+  const std::string huge_id(1 << 20, 'x');
+  grpc::Status status = Release(huge_id);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("xxx...\" (1048576 bytes)"));
+  EXPECT_LT(status.error_message().size(), 400u);
+
+  QuantizedMatMulCase c;
+  c.m = 1;
+  c.k = 2;
+  c.n = 2;
+  c.a = {1, 2};
+  c.b = {1, 2, 3, 4};
+  v1::ExecuteResponse response;
+  status = Execute(MatMulRequest("unknown", c, huge_id), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("quantized_linear_matrix_multiply.b.tensor_id: unknown tensor \"xxx"));
+  EXPECT_LT(status.error_message().size(), 400u);
+
+  v1::Tensor weights = MakeTensor(v1::UINT8, {1, 1, 2, 2}, {1, 2, 3, 4});
+  weights.set_tensor_id("w3");
+  ASSERT_TRUE(Register(weights, nullptr).ok());
+  v1::ExecuteRequest long_sizes = MatMulRequest("sizes", c, "w3");
+  for (int i = 0; i < 1000000; ++i) {
+    long_sizes.mutable_quantized_linear_matrix_multiply()->mutable_b()->add_sizes(1);
+  }
+  status = Execute(long_sizes, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("quantized_linear_matrix_multiply.b.sizes: [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+                        "1,... (1000000 sizes)] does not match registered tensor \"w3\""));
+  EXPECT_LT(status.error_message().size(), 400u);
+  ExpectServerStillAnswers();
+}
+
 }  // namespace
 }  // namespace dmlserve::testing

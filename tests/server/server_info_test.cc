@@ -25,7 +25,8 @@ class ServerInfoTest : public ServerTest {
             "--max_queue_delay_us=321",
             "--max_queue=77",
             "--max_request_bytes=1000000",
-            "--max_registered_tensor_bytes=2000000"};
+            "--max_registered_tensor_bytes=2000000",
+            "--max_registered_tensors=99"};
   }
 };
 
@@ -69,6 +70,7 @@ TEST_F(ServerInfoTest, DescribesVersionDevicesLimitsAndOperators) {
   EXPECT_EQ(info.limits().max_queue(), 77u);
   EXPECT_EQ(info.limits().max_request_bytes(), 1000000u);
   EXPECT_EQ(info.limits().max_registered_tensor_bytes(), 2000000u);
+  EXPECT_EQ(info.limits().max_registered_tensors(), 99u);
   EXPECT_EQ(info.limits().max_dimensions(), 8u);
   EXPECT_EQ(info.registered_tensor_bytes(), 0u);
 
