@@ -15,8 +15,8 @@ std::string ShapeToString(const Shape& sizes) {
   // Sizes may come from a client: a list of a million stays a short message.
   constexpr size_t kMaxShown = 16;
   if (sizes.size() <= kMaxShown) return absl::StrCat("[", absl::StrJoin(sizes, ","), "]");
-  return absl::StrCat("[", absl::StrJoin(sizes.begin(), sizes.begin() + kMaxShown, ","), ",... (",
-                      sizes.size(), " sizes)]");
+  const Shape shown(sizes.begin(), sizes.begin() + kMaxShown);
+  return absl::StrCat("[", absl::StrJoin(shown, ","), ",... (", sizes.size(), " sizes)]");
 }
 
 Tensor Tensor::Allocate(DataType type, const Shape& sizes) {
