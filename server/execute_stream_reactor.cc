@@ -4,8 +4,10 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/client_deadline.h"
 #include "server/status_conversion.h"
+#include "server/wire_messages.h"
 
 namespace dmlserve {
 namespace {}  // namespace
@@ -31,7 +33,7 @@ ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
     absl::MutexLock lock(&mutex_);
     reading_ = true;
   }
-  StartRead(&request_);
+  StartRead(&read_bytes_);
 }
 
 void ExecuteStreamReactor::OnReadDone(bool ok) {
@@ -47,6 +49,18 @@ void ExecuteStreamReactor::OnReadDone(bool ok) {
   }
   // `reading_` stays set while the item is decoded: `request_` must not be
   // handed to the next read before Execute() has taken what it needs.
+  if (absl::Status parsed = ParseMessage(read_bytes_, &request_); !parsed.ok()) {
+    executor_->RecordUnparsable(read_bytes_.Length(), parsed);
+    {
+      absl::MutexLock lock(&mutex_);
+      reading_ = false;
+      reads_done_ = true;
+      read_failure_ = absl::InvalidArgumentError(
+          absl::StrCat("stream item ", next_sequence_, ": ", parsed.message()));
+    }
+    Advance();
+    return;
+  }
   uint64_t sequence;
   {
     absl::MutexLock lock(&mutex_);
@@ -165,11 +179,21 @@ void ExecuteStreamReactor::Advance() {
       finished_ = true;
       finish = true;
       finish_status = broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
-                              : grpc::Status::OK;
+                              : ToGrpcStatus(read_failure_);
     }
   }
-  if (start_write) StartWrite(&writing_message_);
-  if (start_read) StartRead(&request_);
+  if (start_write) {
+    // Serialized here, outside the lock; only the thread that claimed the
+    // write touches the message and its bytes until OnWriteDone.
+    const grpc::Status serialized = SerializeMessage(writing_message_, &writing_bytes_);
+    if (serialized.ok()) {
+      StartWrite(&writing_bytes_);
+    } else {
+      // Over 2 GiB (not within --max_request_bytes): a failed write.
+      OnWriteDone(false);
+    }
+  }
+  if (start_read) StartRead(&read_bytes_);
   if (finish) Finish(finish_status);
 }
 

@@ -13,7 +13,10 @@
 // responses) is held back by flow control instead of growing the server's
 // memory. After the client half-closes, the stream finishes once
 // every response is written. Cancellation cancels the unfinished jobs; the
-// reactor lives until each of them has called back.
+// reactor lives until each of them has called back. A message that is not a
+// valid ExecuteRequest ends the stream: nothing more is read, the items read
+// before it are answered, then the stream finishes INVALID_ARGUMENT saying
+// which item (counting from 0) could not be parsed.
 
 #include <grpcpp/grpcpp.h>
 
@@ -34,7 +37,7 @@
 namespace dmlserve {
 
 class ExecuteStreamReactor final
-    : public grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Finishes at once with UNAVAILABLE when `gate` does not admit the call.
   ExecuteStreamReactor(grpc::CallbackServerContext* context, RequestExecutor* executor,
@@ -60,7 +63,8 @@ class ExecuteStreamReactor final
   const int max_backlog_;
   const uint64_t max_backlog_bytes_;
 
-  // Owned by the read in flight (only one at a time).
+  // Owned by the read in flight (only one at a time), then parsed.
+  grpc::ByteBuffer read_bytes_;
   v1::ExecuteRequest request_;
 
   absl::Mutex mutex_;
@@ -79,12 +83,15 @@ class ExecuteStreamReactor final
   };
   std::deque<PendingWrite> pending_writes_ ABSL_GUARDED_BY(mutex_);
   v1::ExecuteResponse writing_message_;  // owned by the write in flight
+  grpc::ByteBuffer writing_bytes_;       // it, serialized
   uint64_t writing_reserved_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   MemoryBudget::Reservation writing_held_ ABSL_GUARDED_BY(mutex_);
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool reading_ ABSL_GUARDED_BY(mutex_) = false;  // a read in flight, or its item in decoding
   bool reads_done_ ABSL_GUARDED_BY(mutex_) = false;
   bool broken_ ABSL_GUARDED_BY(mutex_) = false;  // cancelled or a write failed
+  // Why reading stopped early (an item that did not parse); OK otherwise.
+  absl::Status read_failure_ ABSL_GUARDED_BY(mutex_);
   bool finished_ ABSL_GUARDED_BY(mutex_) = false;
 };
 

@@ -9,6 +9,7 @@
 #include "server/request_decoder.h"
 #include "server/server_info.h"
 #include "server/status_conversion.h"
+#include "server/wire_messages.h"
 
 namespace dmlserve {
 namespace {
@@ -29,8 +30,8 @@ OperatorService::OperatorService(Scheduler* scheduler, TensorRegistry* tensors,
       executor_(scheduler, tensors, metrics, options_.max_request_bytes, budget) {}
 
 grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* context,
-                                                   const v1::ExecuteRequest* request,
-                                                   v1::ExecuteResponse* response) {
+                                                   const grpc::ByteBuffer* request_bytes,
+                                                   grpc::ByteBuffer* response_bytes) {
   // gRPC's default reactor, finished from whichever thread has the answer:
   // the handler's own (a cheap job the scheduler ran right here) or a device
   // thread. gRPC runs its completion inline, whereas an application reactor's
@@ -44,27 +45,33 @@ grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* 
     reactor->Finish(ShuttingDown());
     return reactor;
   }
-  // gRPC owns the request for the whole call and does not read it after
-  // handing it over; moving the tensor payloads out of it instead of copying
-  // saves up to --max_request_bytes of copying per request.
-  auto* mutable_request = const_cast<v1::ExecuteRequest*>(request);
+  // The executor reads the request only while Execute runs (its payloads
+  // move into the job), so it lives on this stack.
+  v1::ExecuteRequest request;
+  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
+    executor_.RecordUnparsable(request_bytes->Length(), parsed);
+    reactor->Finish(ToGrpcStatus(parsed));
+    gate_->Exit();
+    return reactor;
+  }
   executor_.Execute(
-      mutable_request, ClientDeadline(*context),
+      &request, ClientDeadline(*context),
       [context](std::shared_ptr<Job> job) {
         job->cancelled_elsewhere = [context] { return context->IsCancelled(); };
       },
-      [reactor, response, gate = gate_](absl::Status status, v1::ExecuteResponse result,
-                                        MemoryBudget::Reservation held) {
-        if (status.ok()) *response = std::move(result);
-        // Finish serializes the response before it returns; then the memory
-        // it held (`held`, released as this returns) and the drain gate go.
-        reactor->Finish(ToGrpcStatus(status));
+      [reactor, response_bytes, gate = gate_](absl::Status status, v1::ExecuteResponse result,
+                                              MemoryBudget::Reservation held) {
+        grpc::Status answer = ToGrpcStatus(status);
+        if (status.ok()) answer = SerializeMessage(result, response_bytes);
+        // The response is serialized; then the memory it held (`held`,
+        // released as this returns) and the drain gate go.
+        reactor->Finish(answer);
         gate->Exit();
       });
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* OperatorService::ExecuteStream(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* OperatorService::ExecuteStream(
     grpc::CallbackServerContext* context) {
   // One maximal request's worth of output: a stream of huge-output items
   // holds about that much (plus the item in hand), not max_queue times it.
@@ -73,15 +80,19 @@ grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* OperatorServic
 }
 
 grpc::ServerUnaryReactor* OperatorService::RegisterTensor(grpc::CallbackServerContext* context,
-                                                          const v1::RegisterTensorRequest* request,
-                                                          v1::RegisterTensorResponse* response) {
+                                                          const grpc::ByteBuffer* request_bytes,
+                                                          grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (gate_->draining()) {
     reactor->Finish(ShuttingDown());
     return reactor;
   }
-  // See Execute on moving payloads out of the request.
-  v1::Tensor* proto = const_cast<v1::RegisterTensorRequest*>(request)->mutable_tensor();
+  v1::RegisterTensorRequest request;
+  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  v1::Tensor* proto = request.mutable_tensor();
   const std::string requested_id = proto->tensor_id();
   absl::StatusOr<Tensor> tensor = DecodeTensorData(proto, "tensor", options_.max_request_bytes);
   if (!tensor.ok()) {
@@ -94,35 +105,50 @@ grpc::ServerUnaryReactor* OperatorService::RegisterTensor(grpc::CallbackServerCo
     reactor->Finish(ToGrpcStatus(id.status()));
     return reactor;
   }
-  response->set_tensor_id(*std::move(id));
-  response->set_byte_size(byte_size);
-  reactor->Finish(grpc::Status::OK);
+  v1::RegisterTensorResponse response;
+  response.set_tensor_id(*std::move(id));
+  response.set_byte_size(byte_size);
+  reactor->Finish(SerializeMessage(response, response_bytes));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* OperatorService::ReleaseTensor(grpc::CallbackServerContext* context,
-                                                         const v1::ReleaseTensorRequest* request,
-                                                         v1::ReleaseTensorResponse* response) {
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (gate_->draining()) {
     reactor->Finish(ShuttingDown());
     return reactor;
   }
-  reactor->Finish(ToGrpcStatus(tensors_->Release(request->tensor_id())));
+  v1::ReleaseTensorRequest request;
+  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  if (absl::Status released = tensors_->Release(request.tensor_id()); !released.ok()) {
+    reactor->Finish(ToGrpcStatus(released));
+    return reactor;
+  }
+  reactor->Finish(SerializeMessage(v1::ReleaseTensorResponse(), response_bytes));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* OperatorService::GetServerInfo(grpc::CallbackServerContext* context,
-                                                         const v1::GetServerInfoRequest* request,
-                                                         v1::GetServerInfoResponse* response) {
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (gate_->draining()) {
     reactor->Finish(ShuttingDown());
     return reactor;
   }
-  *response = BuildServerInfo(options_.version, options_.max_request_bytes, options_.adapters,
-                              *scheduler_, *tensors_);
-  reactor->Finish(grpc::Status::OK);
+  v1::GetServerInfoRequest request;
+  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  reactor->Finish(SerializeMessage(BuildServerInfo(options_.version, options_.max_request_bytes,
+                                                   options_.adapters, *scheduler_, *tensors_),
+                                   response_bytes));
   return reactor;
 }
 

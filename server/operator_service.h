@@ -26,7 +26,16 @@ struct OperatorServiceOptions {
   std::vector<AdapterReport> adapters;  // found at start-up
 };
 
-class OperatorService final : public v1::OperatorService::CallbackService {
+// Every method takes and gives raw bytes (see wire_messages.h): bytes that do
+// not parse are INVALID_ARGUMENT, counted in the request metrics for Execute.
+using RawOperatorService = v1::OperatorService::WithRawCallbackMethod_Execute<
+    v1::OperatorService::WithRawCallbackMethod_ExecuteStream<
+        v1::OperatorService::WithRawCallbackMethod_RegisterTensor<
+            v1::OperatorService::WithRawCallbackMethod_ReleaseTensor<
+                v1::OperatorService::WithRawCallbackMethod_GetServerInfo<
+                    v1::OperatorService::Service>>>>>;
+
+class OperatorService final : public RawOperatorService {
  public:
   // All must outlive the service; `metrics` and `budget` may be null. Calls
   // arriving once `gate` drains are answered UNAVAILABLE; Execute calls that
@@ -35,19 +44,19 @@ class OperatorService final : public v1::OperatorService::CallbackService {
                   DrainGate* gate, MemoryBudget* budget, OperatorServiceOptions options);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
-                                    const v1::ExecuteRequest* request,
-                                    v1::ExecuteResponse* response) override;
-  grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ExecuteStream(
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterTensor(grpc::CallbackServerContext* context,
-                                           const v1::RegisterTensorRequest* request,
-                                           v1::RegisterTensorResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReleaseTensor(grpc::CallbackServerContext* context,
-                                          const v1::ReleaseTensorRequest* request,
-                                          v1::ReleaseTensorResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
-                                          const v1::GetServerInfoRequest* request,
-                                          v1::GetServerInfoResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
  private:
   Scheduler* scheduler_;

@@ -74,4 +74,10 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   }
 }
 
+void RequestExecutor::RecordUnparsable(uint64_t bytes, const absl::Status& status) {
+  if (metrics_ == nullptr) return;
+  metrics_->RequestStarted(std::nullopt, bytes);
+  metrics_->RequestFinished(std::nullopt, status.code(), absl::ZeroDuration());
+}
+
 }  // namespace dmlserve

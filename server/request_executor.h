@@ -41,6 +41,10 @@ class RequestExecutor {
   void Execute(v1::ExecuteRequest* request, absl::Time deadline,
                absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit, Completion done);
 
+  // Counts a request of `bytes` that was not a valid message (`status`) in
+  // the request metrics, under no operator; the caller answers it.
+  void RecordUnparsable(uint64_t bytes, const absl::Status& status);
+
  private:
   Scheduler* scheduler_;
   const TensorRegistry* tensors_;
