@@ -116,13 +116,24 @@ absl::Status CheckScaleValues(const Tensor& scale, absl::string_view field, bool
   const uint64_t count = scale.element_count();
   // One branch-free pass (it vectorizes: per-column scales come with every
   // request), then a search for the first bad value only when there is one.
-  auto bad = [allow_zero](float value) {
-    return !std::isfinite(value) || (!allow_zero && value == 0.0f);
+  // Subnormal scales are refused too: the CPU backend would use them (in
+  // float64) while GPUs flush them to zero, so the backends would disagree.
+  auto subnormal = [](float value) {
+    return value != 0.0f && std::fabs(value) < std::numeric_limits<float>::min();
+  };
+  auto bad = [allow_zero, &subnormal](float value) {
+    return !std::isfinite(value) || (!allow_zero && value == 0.0f) || subnormal(value);
   };
   bool any_bad = false;
   for (uint64_t i = 0; i < count; ++i) any_bad |= bad(values[i]);
   if (!any_bad) return absl::OkStatus();
   for (uint64_t i = 0; i < count; ++i) {
+    if (subnormal(values[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".data[", i, "]: ", values[i],
+          " is subnormal; a non-zero scale must be at least 1.17549e-38 in magnitude (GPUs "
+          "flush subnormal floats to zero)"));
+    }
     if (bad(values[i])) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".data[", i, "]: ", values[i],
                                                      " is not a valid scale (must be finite",

@@ -328,6 +328,16 @@ TEST(MakeQuantizedMatMulTest, ScalesMustBeFloat32AndFinite) {
   t = Valid();
   t.a_scale = Scalar(0.0f);  // a zero input scale is fine: the result is all zero points
   EXPECT_TRUE(Make(std::move(t)).ok());
+  // Subnormal scales: the CPU would use them, GPUs flush them to zero.
+  t = Valid();
+  t.a_scale = Scalar(1e-40f);
+  ExpectInvalid(Make(std::move(t)), "a_scale.data[0]", "is subnormal");
+  t = Valid();
+  t.b_scale = Scalar(-std::numeric_limits<float>::denorm_min());
+  ExpectInvalid(Make(std::move(t)), "b_scale.data[0]", "is subnormal");
+  t = Valid();
+  t.output_scale = Scalar(std::numeric_limits<float>::min());  // the smallest normal float
+  EXPECT_TRUE(Make(std::move(t)).ok());
 }
 
 TEST(MakeQuantizedMatMulTest, ZeroPointsMatchTheirTensorsType) {

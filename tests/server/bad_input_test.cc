@@ -177,6 +177,14 @@ std::vector<BadInput> BadInputs() {
          });
        },
        invalid, "quantized_linear_matrix_multiply.b_scale.data_type"},
+      // The CPU backend would use it, a GPU flush it to zero: refused.
+      {"b_scale_subnormal",
+       [] {
+         return MatMulWith([](Op* op) {
+           *op->mutable_b_scale() = MakeTensor(v1::FLOAT32, {1, 1, 1, 1}, {1e-40});
+         });
+       },
+       invalid, "quantized_linear_matrix_multiply.b_scale.data[0]: 9.99995e-41 is subnormal"},
       {"a_zero_point_wrong_type",
        [] {
          return MatMulWith([](Op* op) {
