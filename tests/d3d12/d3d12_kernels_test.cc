@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -249,10 +250,12 @@ TEST_F(D3D12KernelsTest, MatMulScalesWhoseProductLeavesFloat32Range) {
     float a, b, output;
   };
   const Scales cases[] = {
-      {4.0f, 1e38f, 1e38f},                                     // product overflows
-      {1e20f, 1e20f, 1e38f},                                    // product overflows
-      {1e30f, 1e30f, 1e30f},                                    // ratio overflows too
-      {std::ldexp(1.0f, -100), std::ldexp(1.0f, -48), 1e-40f},  // product underflows
+      {4.0f, 1e38f, 1e38f},   // product overflows
+      {1e20f, 1e20f, 1e38f},  // product overflows
+      {1e30f, 1e30f, 1e30f},  // ratio overflows too
+      // Product underflows float32 (2^-148); the output scale is the smallest
+      // normal float (subnormal scales are refused: see below).
+      {std::ldexp(1.0f, -100), std::ldexp(1.0f, -48), std::numeric_limits<float>::min()},
   };
   for (size_t c = 0; c < std::size(cases); ++c) {
     const Scales& s = cases[c];
@@ -276,6 +279,16 @@ TEST_F(D3D12KernelsTest, MatMulScalesWhoseProductLeavesFloat32Range) {
     ASSERT_TRUE(gpu.ok() && cpu.ok());
     EXPECT_TRUE(reference::CheckExact(cpu->front(), gpu->front()).ok()) << what;
   }
+  // A subnormal scale would be used by the CPU and flushed to zero by a GPU:
+  // it never reaches a device.
+  QuantizedMatMulTensors t;
+  t.a = Tensor::Allocate(DataType::kInt8, {1, 1});
+  t.b = Tensor::Allocate(DataType::kInt8, {1, 1});
+  t.a_scale = floats(1.0f);
+  t.b_scale = floats(1.0f);
+  t.output_scale = floats(1e-40f);
+  EXPECT_EQ(MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
