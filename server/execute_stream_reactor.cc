@@ -99,6 +99,14 @@ void ExecuteStreamReactor::OnItemDone(uint64_t sequence, absl::Status status,
     if (auto it = reserved_bytes_.find(sequence); it != reserved_bytes_.end()) {
       reserved = it->second;
       reserved_bytes_.erase(it);
+    } else {
+      // Refused before it became a job (it did not decode, or the server was
+      // full): its answer, which echoes the client's request_id, still waits
+      // to be written, so it counts towards the backlog like an output does.
+      // Otherwise a client that sends bad items with huge ids and reads no
+      // answers would grow the server without bound.
+      reserved = response.ByteSizeLong();
+      backlog_bytes_ += reserved;
     }
     if (broken_) {
       --unanswered_;

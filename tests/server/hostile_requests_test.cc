@@ -2,12 +2,9 @@
 // than their size (issue 12): each is answered correctly, the server's memory
 // stays near what the request and its answer need, and it keeps serving.
 
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/server/reference_ops.h"
@@ -17,19 +14,6 @@
 
 namespace dmlserve::testing {
 namespace {
-
-// The peak resident size of process `pid` so far (VmHWM), in bytes.
-uint64_t PeakResidentBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) != 0) continue;
-    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    uint64_t kib = 0;
-    if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib << 10;
-  }
-  return 0;
-}
 
 // On the CPU backend. The D3D12 planner still describes every output row
 // (16 bytes of row parameters, A and the output padded to 4-byte words, each
@@ -58,7 +42,7 @@ TEST_F(HostileRequestTest, ATallProductWithKOfOneNeedsLittleMoreThanItsOperands)
   for (uint32_t i = 0; i < c.m; ++i) c.a[i] = i % 16;
   c.b = {7};
   const v1::ExecuteRequest request = MatMulRequest("tall", c);
-  const uint64_t peak_before = PeakResidentBytes(server_->pid());
+  const uint64_t peak_before = server_->PeakResidentBytes();
   ASSERT_GT(peak_before, 0u);
 
   v1::ExecuteResponse response;
@@ -72,7 +56,7 @@ TEST_F(HostileRequestTest, ATallProductWithKOfOneNeedsLittleMoreThanItsOperands)
   // The request and the answer pass through gRPC's buffers and the
   // server's tensors a few times over (8 MiB each); 1.4 GiB of row
   // descriptions would not fit under this.
-  const uint64_t growth = PeakResidentBytes(server_->pid()) - peak_before;
+  const uint64_t growth = server_->PeakResidentBytes() - peak_before;
   EXPECT_LT(growth, uint64_t{160} << 20)
       << "peak resident size grew by " << (growth >> 20) << " MiB";
   ExpectServerStillAnswers();

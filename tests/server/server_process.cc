@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <regex>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -217,6 +219,19 @@ absl::StatusOr<int> ServerProcess::Stop(absl::Duration timeout) {
 std::string ServerProcess::Output() const {
   absl::MutexLock lock(&mutex_);
   return output_;
+}
+
+uint64_t ServerProcess::PeakResidentBytes() const {
+  std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) != 0) continue;
+    std::vector<std::string> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    uint64_t kib = 0;
+    if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib << 10;
+  }
+  return 0;
 }
 
 }  // namespace dmlserve::testing

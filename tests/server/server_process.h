@@ -59,6 +59,8 @@ class ServerProcess {
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& metrics_address() const { return metrics_address_; }
   pid_t pid() const { return pid_; }
+  // The server's peak resident size so far (VmHWM), in bytes; 0 if unknown.
+  uint64_t PeakResidentBytes() const;
 
   bool Alive();
   // Sends `signal` to the server.

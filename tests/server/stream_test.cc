@@ -8,6 +8,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/server_fixture.h"
@@ -207,6 +208,41 @@ TEST_F(HugeOutputStreamTest, HoldsOneHugeOutputAtATime) {
     ASSERT_EQ(response.status().code(), 0) << response.status().message();
     EXPECT_EQ(response.output().data(), std::string(kOutputBytes, '\x0f'));
     EXPECT_EQ(response.info().batch_size(), 1u);
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(answered, kItems);
+}
+
+// Bad items are answered with their request_id echoed: a client sending bad
+// items with huge ids and not reading the answers must be held back by flow
+// control like one asking for huge outputs, not grow the server by the sum
+// of its ids.
+TEST_F(HugeOutputStreamTest, BadItemsWithHugeIdsAreHeldBackToo) {
+  constexpr int kItems = 48;
+  const std::string id(900 << 10, 'i');  // 900 KiB, under the 1 MiB message limit
+  auto context = MakeContext();
+  auto stream = stub_->ExecuteStream(context.get());
+  const uint64_t peak_before = server_->PeakResidentBytes();
+  std::thread writer([&] {
+    for (int i = 0; i < kItems; ++i) {
+      v1::ExecuteRequest bad;  // no operator: refused before it becomes a job
+      bad.set_request_id(absl::StrCat(i, id));
+      if (!stream->Write(bad)) break;
+    }
+    stream->WritesDone();
+  });
+  // Time for the server to read whatever it is going to read (43 MiB of
+  // items if nothing held it back) before any answer is taken.
+  absl::SleepFor(absl::Seconds(2));
+  const uint64_t growth = server_->PeakResidentBytes() - peak_before;
+  EXPECT_LT(growth, uint64_t{24} << 20) << "the server grew by " << (growth >> 20) << " MiB";
+  int answered = 0;
+  v1::ExecuteResponse response;
+  while (stream->Read(&response)) {
+    EXPECT_EQ(response.request_id(), absl::StrCat(answered, id));
+    EXPECT_EQ(response.status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    ++answered;
   }
   writer.join();
   EXPECT_TRUE(stream->Finish().ok());
