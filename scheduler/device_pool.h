@@ -84,6 +84,8 @@ class DevicePool {
   bool MarkFailed(Slot& slot, const absl::Status& failure);
 
   int healthy() const { return healthy_; }
+  // Whether every primary failed and fallback devices serve in their place.
+  bool fallbacks_serving() const { return healthy_primary_ == 0 && healthy_ > 0; }
   // Why the last device failed ("no devices configured" when there are none).
   const std::string& last_failure() const { return last_failure_; }
 

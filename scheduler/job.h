@@ -92,6 +92,7 @@ struct Job : public WorkStopCheck {
   // re-run after a device failure does not count its jobs' wait twice).
   Batch* waiting_in = nullptr;
   bool started = false;
+  int failed_attempts = 0;  // devices its batch failed on
 };
 
 }  // namespace dmlserve

@@ -233,9 +233,10 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
       absl::Status failure = Run(*slot, *batch);
       mu_.Lock();
       const bool removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+      const int devices_left = pool_.healthy();
       mu_.Unlock();
       if (removed_now && observer_ != nullptr) {
-        observer_->OnDeviceRemoved(slot->device->description().name);
+        observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
       }
       if (!failure.ok()) ReportDepth();
       Complete(completions);
@@ -277,9 +278,11 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
   for (int batches = 1; batch != nullptr; ++batches) {
     const absl::Status failure = Run(*slot, *batch);
     bool removed_now;
+    int devices_left;
     {
       absl::MutexLock lock(&mu_);
       removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+      devices_left = pool_.healthy();
       batch = nullptr;
       if (failure.ok() && batches < kMaxBatchesOnCaller && !shutting_down_ && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
@@ -289,7 +292,7 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
       if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
     }
     if (removed_now && observer_ != nullptr) {
-      observer_->OnDeviceRemoved(slot->device->description().name);
+      observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
     }
     ReportDepth();
     Complete(completions);
@@ -305,10 +308,25 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
   if (failure.ok()) return false;
   const bool removed_now = pool_.MarkFailed(*slot, failure);
   if (pool_.healthy() > 0) {
+    // Jobs whose batch failed on max_attempts devices fail themselves: a
+    // batch that breaks devices must not break them all. Fallback devices
+    // (the CPU behind GPUs) are the exception: once every primary is gone
+    // they take the batch whatever it cost, as they exist so that a lost GPU
+    // never strands a request.
+    const bool last_resort = pool_.fallbacks_serving();
+    for (auto& job : batch->RemoveIf([this, last_resort](const Job& job) {
+           return !last_resort && job.failed_attempts + 1 >= options_.max_attempts;
+         })) {
+      completions.push_back(
+          {std::move(job), absl::UnavailableError(absl::StrCat(
+                               "its batch failed on ", options_.max_attempts,
+                               " devices (--max_batch_attempts), the last: ", failure.message()))});
+    }
     for (const auto& job : batch->jobs) {
+      ++job->failed_attempts;
       job->cancellation_listener.store(this, std::memory_order_release);
     }
-    queue_.Requeue(std::move(batch));
+    if (!batch->jobs.empty()) queue_.Requeue(std::move(batch));
   } else {
     // Nothing can run these any more; fail them rather than leave them hanging.
     const absl::Status status =

@@ -34,6 +34,11 @@ struct SchedulerOptions {
   uint64_t max_batch_bytes = 64ull << 20;
   absl::Duration max_queue_delay = absl::Microseconds(200);
   int max_queue = 1024;  // jobs admitted and not yet started
+  // Devices a job's batch may fail on (each failure takes that device out of
+  // rotation) before the job itself fails UNAVAILABLE instead of moving on:
+  // one batch that makes devices fail (a hang, a fence that never signals)
+  // then costs at most this many devices, not all of them.
+  int max_attempts = 2;
   // Fault injection for tests: every batch waits this long on its device
   // thread before it runs, as behind a long kernel, so that tests of a busy
   // server (queued, cancelled, expired requests) need no real long work.

@@ -21,8 +21,10 @@ class SchedulerObserver {
   // A batch finished on a device (successfully or not).
   virtual void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
                                absl::Duration compute_duration) = 0;
-  // A device failed and was taken out of rotation; its jobs were re-queued.
-  virtual void OnDeviceRemoved(absl::string_view device) = 0;
+  // A device failed and was taken out of rotation; its jobs were re-queued
+  // (or failed, past SchedulerOptions::max_attempts). `devices_left` devices
+  // still serve; at 0 every request fails UNAVAILABLE.
+  virtual void OnDeviceRemoved(absl::string_view device, int devices_left) = 0;
 };
 
 }  // namespace dmlserve

@@ -27,6 +27,7 @@
 #include "server/operator_service.h"
 #include "server/server_flags.h"
 #include "server/service_metrics.h"
+#include "server/serving_health.h"
 #include "server/tensor_registry.h"
 #include "server/termination_signal.h"
 
@@ -99,7 +100,8 @@ int Run(TerminationSignal& termination) {
                  absl::FormatDuration(config->scheduler.injected_batch_delay).c_str());
   }
   std::vector<AdapterReport> adapters = devices->adapters;
-  Scheduler scheduler(config->scheduler, std::move(devices->devices), &service_metrics,
+  ServingHealth serving_health(&service_metrics);
+  Scheduler scheduler(config->scheduler, std::move(devices->devices), &serving_health,
                       std::move(devices->fallback_devices));
   TensorRegistry tensors(
       config->max_registered_tensor_bytes,
@@ -137,6 +139,9 @@ int Run(TerminationSignal& termination) {
         absl::StrCat("--listen=", config->listen, ": cannot listen for gRPC there")));
   }
   server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  int devices_serving = 0;
+  for (const DeviceStatus& device : scheduler.devices()) devices_serving += device.healthy ? 1 : 0;
+  serving_health.Attach(server->GetHealthCheckService(), devices_serving);
 
   // Declared after everything its gauges read, so it stops serving first.
   absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> metrics_server =

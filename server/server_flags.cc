@@ -41,6 +41,9 @@ ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_byte
 ABSL_FLAG(int64_t, max_queue_delay_us, 200,
           "The longest a forming batch waits for more requests while a device with room is busy, "
           "in microseconds. An idle device starts the oldest batch at once, whatever this is.");
+ABSL_FLAG(int, max_batch_attempts, dmlserve::SchedulerOptions().max_attempts,
+          "Devices a batch may fail on (each failure takes that device out of rotation) before "
+          "its requests fail UNAVAILABLE instead of moving to the next device.");
 ABSL_FLAG(int, max_queue, dmlserve::SchedulerOptions().max_queue,
           "Requests admitted and not yet started; beyond it requests fail with "
           "RESOURCE_EXHAUSTED.");
@@ -101,6 +104,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     config.scheduler.injected_batch_delay = absl::Microseconds(microseconds);
   }
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
+  config.scheduler.max_attempts = absl::GetFlag(FLAGS_max_batch_attempts);
   config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
   config.max_registered_tensors = absl::GetFlag(FLAGS_max_registered_tensors);
@@ -130,6 +134,9 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   }
   if (config.max_registered_tensors < 1) {
     return FlagError("max_registered_tensors", config.max_registered_tensors, "must be at least 1");
+  }
+  if (config.scheduler.max_attempts < 1) {
+    return FlagError("max_batch_attempts", config.scheduler.max_attempts, "must be at least 1");
   }
   if (config.scheduler.max_queue < 1) {
     return FlagError("max_queue", config.scheduler.max_queue, "must be at least 1");

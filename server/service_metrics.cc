@@ -62,6 +62,16 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* registry, absl::string_view ve
 
 void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
   registry_->AddCallbackGauge(
+      "dmlserve_healthy_devices",
+      "Devices that can run requests (fallbacks included); at 0 every request fails UNAVAILABLE "
+      "and gRPC health reports NOT_SERVING.",
+      {}, [scheduler] {
+        int healthy = 0;
+        for (const DeviceStatus& device : scheduler->devices()) healthy += device.healthy ? 1 : 0;
+        return std::vector<std::pair<metrics::LabelValues, double>>{
+            {{}, static_cast<double>(healthy)}};
+      });
+  registry_->AddCallbackGauge(
       "dmlserve_device_memory_bytes", "Device memory held by each device's buffers and caches.",
       {"device"}, [scheduler] {
         std::vector<std::pair<metrics::LabelValues, double>> samples;
@@ -105,7 +115,7 @@ void ServiceMetrics::OnBatchExecuted(OperatorKind kind, absl::string_view device
       .Observe(absl::ToDoubleSeconds(compute_duration));
 }
 
-void ServiceMetrics::OnDeviceRemoved(absl::string_view device) {
+void ServiceMetrics::OnDeviceRemoved(absl::string_view device, int /*devices_left*/) {
   device_removals_->WithLabels({std::string(device)}).Increment();
 }
 

@@ -44,7 +44,7 @@ class ServiceMetrics final : public SchedulerObserver {
   void OnJobStarted(OperatorKind kind, absl::Duration queue_duration) override;
   void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
                        absl::Duration compute_duration) override;
-  void OnDeviceRemoved(absl::string_view device) override;
+  void OnDeviceRemoved(absl::string_view device, int devices_left) override;
 
  private:
   // Per-operator children, looked up once; the last slot is "unknown".

@@ -55,10 +55,11 @@ class RecordingObserver : public SchedulerObserver {
     absl::MutexLock lock(&mu_);
     batches_.emplace_back(std::string(device), batch_size);
   }
-  void OnDeviceRemoved(absl::string_view device) override {
+  void OnDeviceRemoved(absl::string_view device, int devices_left) override {
     {
       absl::MutexLock lock(&mu_);
       removed_.emplace_back(device);
+      devices_left_.push_back(devices_left);
     }
     if (!device_removed_.HasBeenNotified()) device_removed_.Notify();
   }
@@ -82,6 +83,10 @@ class RecordingObserver : public SchedulerObserver {
     absl::MutexLock lock(&mu_);
     return removed_;
   }
+  std::vector<int> devices_left() const {
+    absl::MutexLock lock(&mu_);
+    return devices_left_;
+  }
 
  private:
   mutable absl::Mutex mu_;
@@ -89,6 +94,7 @@ class RecordingObserver : public SchedulerObserver {
   int jobs_started_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<std::string, int>> batches_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> removed_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> devices_left_ ABSL_GUARDED_BY(mu_);
   absl::Notification device_removed_;
 };
 
@@ -493,6 +499,57 @@ TEST_F(SchedulerTest, WhenTheLastDeviceFailsJobsFailWithUnavailable) {
   absl::Status status = scheduler_->Submit(NewJob(ScanOf(kF32, {4}, 1))->job);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("device lost"));
+}
+
+// A batch that breaks every device it runs on (a hang, a fence that never
+// signals) costs max_attempts devices, not all of them: then its own jobs
+// fail, and the rest of the devices go on serving.
+TEST_F(SchedulerTest, ABatchFailingOnMaxAttemptsDevicesFailsItsJobsAndSparesTheRest) {
+  SchedulerOptions options = Options();
+  options.max_attempts = 2;
+  Start(options, /*device_count=*/3);
+  for (auto& device : devices_) device->FailNext(1);
+  auto doomed = Submit(ScanOf(kF32, {4}, 1));
+  ASSERT_TRUE(doomed->Await());
+  EXPECT_EQ(doomed->result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(doomed->result.status.message(),
+              HasSubstr("its batch failed on 2 devices (--max_batch_attempts), the last: test:"));
+  // Each removal is reported by the thread that saw it, after the fact.
+  for (int i = 0; i < 10000 && observer_.removed().size() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(observer_.removed().size(), 2u);
+  EXPECT_THAT(observer_.devices_left(), UnorderedElementsAre(2, 1));
+
+  // The device it never reached serves (its planted failure withdrawn).
+  for (auto& device : devices_) device->FailNext(0);
+  auto later = Submit(ScanOf(kF32, {4}, 2));
+  ASSERT_TRUE(later->Await());
+  ExpectCorrectScan(*later);
+  int healthy = 0;
+  for (const DeviceStatus& status : scheduler_->devices()) healthy += status.healthy ? 1 : 0;
+  EXPECT_EQ(healthy, 1);
+}
+
+// The attempt limit spares healthy primaries, not the fallback: a batch that
+// failed on every primary still runs on the CPU behind them.
+TEST_F(SchedulerTest, ABatchPastItsAttemptsStillRunsOnTheFallback) {
+  std::vector<std::unique_ptr<Device>> primary;
+  for (const char* name : {"gpu:0", "gpu:1"}) {
+    auto gpu = std::make_unique<TestDevice>(name);
+    gpu->FailNext(1);
+    primary.push_back(std::move(gpu));
+  }
+  std::vector<std::unique_ptr<Device>> fallback;
+  fallback.push_back(std::make_unique<TestDevice>("cpu:0"));
+  SchedulerOptions options = Options();
+  options.max_attempts = 2;
+  scheduler_ =
+      std::make_unique<Scheduler>(options, std::move(primary), &observer_, std::move(fallback));
+  auto job = Submit(ScanOf(kF32, {4}, 1));
+  ASSERT_TRUE(job->Await());
+  ExpectCorrectScan(*job);
+  EXPECT_EQ(job->result.info.device, "cpu:0");
 }
 
 TEST_F(SchedulerTest, FallbackDevicesTakeOverOnlyWhenEveryPrimaryFailed) {

@@ -2,11 +2,15 @@
 // fails after a few batches while many clients are calling. Every request
 // must still get its correct answer (re-run on the other device, then on the
 // CPU fallback), the removals must be counted, and the server keeps serving.
+// Without a fallback, losing the last device turns gRPC health NOT_SERVING.
 
 #include <string>
 #include <vector>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server/mixed_load.h"
 #include "tests/server/server_fixture.h"
@@ -52,6 +56,48 @@ TEST_F(DeviceRemovalTest, EveryRequestIsAnsweredCorrectlyWhileDevicesFail) {
   ASSERT_TRUE(Execute(scan.request, &response).ok());
   EXPECT_EQ(TensorValues(response.output()), scan.expected);
   EXPECT_EQ(response.info().device(), "cpu:0");
+}
+
+class LastDeviceRemovalTest : public ServerTest {
+ protected:
+  // One D3D12 device that fails on its second batch, and no CPU fallback.
+  std::vector<std::string> ServerFlags() const override {
+    return {"--backend=d3d12", "--d3d12_devices_per_adapter=1", "--d3d12_fail_after_batches=1",
+            "--cpu_fallback=false"};
+  }
+
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& service) {
+    auto health = grpc::health::v1::Health::NewStub(channel_);
+    auto context = MakeContext();
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health->Check(context.get(), request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.status();
+  }
+};
+
+TEST_F(LastDeviceRemovalTest, HealthIsNotServingOnceNoDeviceCanServe) {
+  EXPECT_EQ(Health(""), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(Metric("dmlserve_healthy_devices"), 1.0);
+  absl::BitGen bitgen;
+  grpc::Status status;
+  for (int i = 0; i < 10 && status.ok(); ++i) {
+    ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
+    v1::ExecuteResponse response;
+    status = Execute(scan.request, &response);
+    if (status.ok()) EXPECT_EQ(TensorValues(response.output()), scan.expected);
+  }
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("no healthy device left"));
+
+  for (const std::string service : {"", "dmlserve.v1.OperatorService"}) {
+    SCOPED_TRACE(service);
+    EXPECT_EQ(Health(service), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  }
+  EXPECT_EQ(Metric("dmlserve_healthy_devices"), 0.0);
+  EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+#include "server/serving_health.h"
+
+#include <cstdio>
+#include <string>
+
+namespace dmlserve {
+
+void ServingHealth::Attach(grpc::HealthCheckServiceInterface* health, int devices_serving) {
+  absl::MutexLock lock(&mu_);
+  health_ = health;
+  if (devices_serving == 0) no_device_ = true;
+  // Every service at once (the server's "" and each registered one).
+  if (no_device_ && health_ != nullptr) health_->SetServingStatus(false);
+}
+
+void ServingHealth::OnQueueDepth(int depth) {
+  if (next_ != nullptr) next_->OnQueueDepth(depth);
+}
+
+void ServingHealth::OnJobStarted(OperatorKind kind, absl::Duration queue_duration) {
+  if (next_ != nullptr) next_->OnJobStarted(kind, queue_duration);
+}
+
+void ServingHealth::OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
+                                    absl::Duration compute_duration) {
+  if (next_ != nullptr) next_->OnBatchExecuted(kind, device, batch_size, compute_duration);
+}
+
+void ServingHealth::OnDeviceRemoved(absl::string_view device, int devices_left) {
+  if (next_ != nullptr) next_->OnDeviceRemoved(device, devices_left);
+  if (devices_left > 0) return;
+  absl::MutexLock lock(&mu_);
+  if (no_device_) return;
+  no_device_ = true;
+  std::fprintf(stderr, "dmlserve: %s was the last device that could serve; health NOT_SERVING\n",
+               std::string(device).c_str());
+  if (health_ != nullptr) health_->SetServingStatus(false);
+}
+
+}  // namespace dmlserve
