@@ -19,6 +19,17 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
+// A {1,2} x {2,2} product whose B is the tensor registered in these tests.
+QuantizedMatMulCase TwoByTwoCase() {
+  QuantizedMatMulCase c;
+  c.m = 1;
+  c.k = 2;
+  c.n = 2;
+  c.a = {1, 2};
+  c.b = {1, 2, 3, 4};
+  return c;
+}
+
 class RegisteredTensorTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
@@ -165,12 +176,7 @@ TEST_F(RegisteredTensorTest, MismatchingTypeOrSizesWithAnIdAreInvalid) {
   v1::Tensor weights = MakeTensor(v1::UINT8, {1, 1, 2, 2}, {1, 2, 3, 4});
   weights.set_tensor_id("w2");
   ASSERT_TRUE(Register(weights, nullptr).ok());
-  QuantizedMatMulCase c;
-  c.m = 1;
-  c.k = 2;
-  c.n = 2;
-  c.a = {1, 2};
-  c.b = {1, 2, 3, 4};
+  const QuantizedMatMulCase c = TwoByTwoCase();
 
   v1::ExecuteRequest wrong_type = MatMulRequest("t", c, "w2");
   wrong_type.mutable_quantized_linear_matrix_multiply()->mutable_b()->set_data_type(v1::INT8);
@@ -232,12 +238,7 @@ TEST_F(RegisteredTensorTest, HugeIdsAndSizeListsAreQuotedShortInErrors) {
   EXPECT_THAT(status.error_message(), HasSubstr("xxx...\" (1048576 bytes)"));
   EXPECT_LT(status.error_message().size(), 400u);
 
-  QuantizedMatMulCase c;
-  c.m = 1;
-  c.k = 2;
-  c.n = 2;
-  c.a = {1, 2};
-  c.b = {1, 2, 3, 4};
+  const QuantizedMatMulCase c = TwoByTwoCase();
   v1::ExecuteResponse response;
   status = Execute(MatMulRequest("unknown", c, huge_id), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
