@@ -11,6 +11,8 @@ packages=(
   nlohmann-json3-dev libcivetweb-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3-grpcio python3-protobuf python3-numpy prometheus
+  # Certificates for the TLS tests
+  openssl
   # D3D12 through vkd3d on Vulkan (lavapipe when there is no GPU)
   libvkd3d-dev libvkd3d-utils1 vkd3d-compiler libvulkan-dev mesa-vulkan-drivers
 )

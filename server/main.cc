@@ -4,8 +4,12 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -54,6 +58,36 @@ void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
   // gRPC sets SO_REUSEPORT by default, which would let a second server start
   // on a busy port and silently share its traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A client cannot open unbounded calls on one connection, hold idle
+  // connections forever, or make gRPC buffer more than its quota.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(std::min<uint32_t>(config.max_concurrent_streams,
+                                                                 INT_MAX)));
+  auto milliseconds = [](absl::Duration duration) {
+    return duration == absl::InfiniteDuration()
+               ? INT_MAX
+               : static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(duration), INT_MAX));
+  };
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             milliseconds(config.max_connection_idle));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             milliseconds(config.max_connection_age));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30 * 1000);
+  grpc::ResourceQuota quota("dmlserve");
+  quota.Resize(static_cast<size_t>(config.grpc_memory_bytes));
+  builder.SetResourceQuota(quota);
+}
+
+// Plaintext, TLS, or TLS with client certificates required (ServerConfig).
+std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig& config) {
+  if (config.tls_cert_pem.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      config.tls_client_ca_pem.empty()
+          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = config.tls_client_ca_pem;
+  options.pem_key_cert_pairs.push_back({config.tls_key_pem, config.tls_cert_pem});
+  return grpc::SslServerCredentials(options);
 }
 
 // Which adapters were found and which devices serve, so an operator sees at
@@ -127,10 +161,10 @@ int Run(TerminationSignal& termination) {
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (config->reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(config->listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(config->listen, ListenerCredentials(*config), &grpc_port);
   builder.RegisterService(&service);
   ConfigureGrpc(*config, builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -159,6 +193,10 @@ int Run(TerminationSignal& termination) {
   std::printf("dmlserve: serving metrics on http://%s/metrics\n",
               (*metrics_server)->address().c_str());
   std::fflush(stdout);
+  if (!config->tls_cert_pem.empty()) {
+    std::fprintf(stderr, "dmlserve: gRPC over TLS%s\n",
+                 config->tls_client_ca_pem.empty() ? "" : ", client certificates required");
+  }
 
   const int signal = termination.Wait();
   std::fprintf(stderr, "dmlserve: signal %d, draining\n", signal);

@@ -2,6 +2,10 @@
 
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -60,11 +64,43 @@ ABSL_FLAG(uint64_t, max_inflight_bytes, 2ull << 30,
           "Total bytes admitted Execute requests may hold (their message plus their output) until "
           "their responses are sent; beyond it requests fail with RESOURCE_EXHAUSTED. At least "
           "twice --max_request_bytes.");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain for the gRPC listener; with --tls_key_file the server speaks only "
+          "TLS. Empty: plaintext.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates; when set (with --tls_cert_file), every client must present a "
+          "certificate they signed (mutual TLS).");
+ABSL_FLAG(uint32_t, max_concurrent_streams, 256,
+          "Calls one connection may have open at once (HTTP/2 streams); more wait.");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Hours(1),
+          "A connection without calls for this long is closed (inf: never).");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::InfiniteDuration(),
+          "Connections are closed gracefully after this long (in-flight calls get 30 s more), "
+          "so clients reconnect and spread over replicas (inf: never).");
+ABSL_FLAG(uint64_t, grpc_memory_bytes, 1ull << 30,
+          "Memory gRPC itself may use for connections and their buffers (its resource quota); "
+          "beyond it new connections and reads are refused or wait.");
+ABSL_FLAG(bool, reflection, true,
+          "Serve grpc.reflection (service discovery for tools such as grpcurl).");
 ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, how long in-flight calls get to finish before they are cancelled.");
 
 namespace dmlserve {
 namespace {
+
+// A PEM file's contents; NOT_FOUND or INVALID_ARGUMENT saying why not.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError("cannot be read");
+  std::stringstream contents;
+  contents << file.rdbuf();
+  std::string pem = contents.str();
+  if (pem.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError("not a PEM file (no -----BEGIN line)");
+  }
+  return pem;
+}
 
 template <typename T>
 absl::Status FlagError(absl::string_view flag, const T& value, absl::string_view rule) {
@@ -110,6 +146,34 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.max_registered_tensors = absl::GetFlag(FLAGS_max_registered_tensors);
   config.max_inflight_bytes = absl::GetFlag(FLAGS_max_inflight_bytes);
   config.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
+  config.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  config.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  config.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  config.grpc_memory_bytes = absl::GetFlag(FLAGS_grpc_memory_bytes);
+  config.reflection = absl::GetFlag(FLAGS_reflection);
+  const std::string cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  const std::string key_file = absl::GetFlag(FLAGS_tls_key_file);
+  const std::string client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  if (cert_file.empty() != key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert_file and --tls_key_file: give both (TLS) or neither (plaintext)");
+  }
+  if (!client_ca_file.empty() && cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca_file: needs --tls_cert_file and --tls_key_file (mutual TLS is TLS)");
+  }
+  for (auto [flag, path, pem] : {std::make_tuple("tls_cert_file", &cert_file, &config.tls_cert_pem),
+                                 std::make_tuple("tls_key_file", &key_file, &config.tls_key_pem),
+                                 std::make_tuple("tls_client_ca_file", &client_ca_file,
+                                                 &config.tls_client_ca_pem)}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> contents = ReadPemFile(*path);
+    if (!contents.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", *path, ": ", contents.status().message()));
+    }
+    *pem = *std::move(contents);
+  }
 
   if (config.devices.cpu_devices < 1) {
     return FlagError("cpu_devices", config.devices.cpu_devices, "must be at least 1");
@@ -131,6 +195,20 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {
     return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
+  }
+  if (config.max_concurrent_streams < 1) {
+    return FlagError("max_concurrent_streams", config.max_concurrent_streams,
+                     "must be at least 1");
+  }
+  if (config.max_connection_idle <= absl::ZeroDuration() ||
+      config.max_connection_age <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--max_connection_idle, --max_connection_age: must be positive (inf: no limit)");
+  }
+  if (config.grpc_memory_bytes < 2 * config.max_request_bytes) {
+    return FlagError("grpc_memory_bytes", config.grpc_memory_bytes,
+                     absl::StrCat("must be at least twice --max_request_bytes (",
+                                  2 * config.max_request_bytes, ")"));
   }
   if (config.max_registered_tensors < 1) {
     return FlagError("max_registered_tensors", config.max_registered_tensors, "must be at least 1");

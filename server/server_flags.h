@@ -24,6 +24,16 @@ struct ServerConfig {
   uint32_t max_registered_tensors = 0;
   uint64_t max_inflight_bytes = 0;
   absl::Duration shutdown_timeout;
+
+  // Transport. TLS is on when `tls_cert_pem` is set (the files' contents,
+  // read at start-up); `tls_client_ca_pem` then requires client certificates
+  // it signed (mutual TLS).
+  std::string tls_cert_pem, tls_key_pem, tls_client_ca_pem;
+  uint32_t max_concurrent_streams = 0;
+  absl::Duration max_connection_idle;  // InfiniteDuration: never closed for idleness
+  absl::Duration max_connection_age;   // InfiniteDuration: no limit
+  uint64_t grpc_memory_bytes = 0;      // gRPC's own buffers (its resource quota)
+  bool reflection = true;
 };
 
 // Call after absl::ParseCommandLine. INVALID_ARGUMENT names the bad flag.

@@ -18,6 +18,7 @@
 #include "client/cli/number_list.h"
 #include "client/cpp/client.h"
 #include "client/cpp/tensor_codec.h"
+#include "client/cpp/tls_credentials.h"
 
 namespace dmlserve::client::cli {
 namespace {
@@ -38,7 +39,18 @@ CallOptions Call(const CliSettings& settings) {
 }
 
 absl::StatusOr<std::unique_ptr<Client>> ConnectTo(const CliSettings& settings) {
-  return Client::Connect(settings.server);
+  ClientOptions options;
+  if (!settings.tls_ca_file.empty() || !settings.tls_cert_file.empty() ||
+      !settings.tls_key_file.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = TlsCredentialsFromFiles(
+        settings.tls_ca_file, settings.tls_cert_file, settings.tls_key_file);
+    if (!credentials.ok()) {
+      return absl::Status(credentials.status().code(),
+                          absl::StrCat("--tls_*_file: ", credentials.status().message()));
+    }
+    options.credentials = *std::move(credentials);
+  }
+  return Client::Connect(settings.server, options);
 }
 
 absl::Status Missing(absl::string_view flag, absl::string_view why) {

@@ -16,6 +16,9 @@ namespace dmlserve::client::cli {
 // The flag values; empty strings mean "not given".
 struct CliSettings {
   std::string server;
+  // TLS (all empty: plaintext): the server's CA, and this client's
+  // certificate and key for a server that requires one.
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
   int64_t deadline_ms = 0;
   bool pretty = false;
 

@@ -12,6 +12,12 @@
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "dmlserve gRPC address (host:port)");
 ABSL_FLAG(int64_t, deadline_ms, 0, "Per-call deadline in milliseconds; 0 means none");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "Connect over TLS, trusting the CA certificates in this PEM file (a server started with "
+          "--tls_cert_file)");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "This client's PEM certificate, for a server with --tls_client_ca_file (mutual TLS)");
+ABSL_FLAG(std::string, tls_key_file, "", "The PEM private key of --tls_cert_file");
 ABSL_FLAG(bool, pretty, false, "Indent the JSON output");
 
 ABSL_FLAG(std::string, dtype, "FLOAT32", "cumsum/cumprod/register: element data type");
@@ -85,6 +91,9 @@ int main(int argc, char** argv) {
   dmlserve::client::cli::CliSettings settings;
   settings.server = absl::GetFlag(FLAGS_server);
   settings.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  settings.tls_ca_file = absl::GetFlag(FLAGS_tls_ca_file);
+  settings.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  settings.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   settings.pretty = absl::GetFlag(FLAGS_pretty);
   settings.dtype = absl::GetFlag(FLAGS_dtype);
   settings.sizes = absl::GetFlag(FLAGS_sizes);
