@@ -6,6 +6,7 @@ Needs the generated stubs on sys.path: `dmlserve.v1` (target dmlserve_proto_pyth
 
 from dmlserve_client.client import Client
 from dmlserve_client.client import DmlserveError
+from dmlserve_client.client import tls_credentials
 from dmlserve_client.tensors import data_type_of
 from dmlserve_client.tensors import numpy_dtype
 from dmlserve_client.tensors import numpy_from_tensor
@@ -13,4 +14,4 @@ from dmlserve_client.tensors import tensor_from_numpy
 from dmlserve_client.tensors import tensor_ref
 
 __all__ = ["Client", "DmlserveError", "data_type_of", "numpy_dtype", "numpy_from_tensor",
-           "tensor_from_numpy", "tensor_ref"]
+           "tensor_from_numpy", "tensor_ref", "tls_credentials"]

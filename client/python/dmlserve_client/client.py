@@ -51,10 +51,30 @@ def _zero_point(value, data_type):
     return as_tensor(array.reshape(1, 1, 1, 1) if array.ndim == 0 else array)
 
 
+def tls_credentials(ca_file=None, cert_file=None, key_file=None):
+    """Credentials for a server started with --tls_cert_file: `ca_file` holds the CA
+    certificates (PEM) that signed the server's certificate (None: the system's roots);
+    `cert_file` and `key_file` are this client's certificate and key, for a server started
+    with --tls_client_ca_file (mutual TLS)."""
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("a client certificate needs its key, and a key its certificate")
+
+    def read(path):
+        if path is None:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    return grpc.ssl_channel_credentials(root_certificates=read(ca_file),
+                                        private_key=read(key_file),
+                                        certificate_chain=read(cert_file))
+
+
 class Client:
     """One channel to a dmlserve server. Methods raise DmlserveError on failure.
 
-    `timeout` (seconds) applies to each call that does not give its own.
+    `timeout` (seconds) applies to each call that does not give its own. `credentials`
+    (grpc.ChannelCredentials, e.g. from tls_credentials) connect over TLS; None is plaintext.
     """
 
     def __init__(self, address, timeout=None, credentials=None):
