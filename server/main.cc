@@ -60,9 +60,9 @@ void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A client cannot open unbounded calls on one connection, hold idle
   // connections forever, or make gRPC buffer more than its quota.
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             static_cast<int>(std::min<uint32_t>(config.max_concurrent_streams,
-                                                                 INT_MAX)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONCURRENT_STREAMS,
+      static_cast<int>(std::min<uint32_t>(config.max_concurrent_streams, INT_MAX)));
   auto milliseconds = [](absl::Duration duration) {
     return duration == absl::InfiniteDuration()
                ? INT_MAX

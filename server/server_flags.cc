@@ -162,10 +162,10 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     return absl::InvalidArgumentError(
         "--tls_client_ca_file: needs --tls_cert_file and --tls_key_file (mutual TLS is TLS)");
   }
-  for (auto [flag, path, pem] : {std::make_tuple("tls_cert_file", &cert_file, &config.tls_cert_pem),
-                                 std::make_tuple("tls_key_file", &key_file, &config.tls_key_pem),
-                                 std::make_tuple("tls_client_ca_file", &client_ca_file,
-                                                 &config.tls_client_ca_pem)}) {
+  for (auto [flag, path, pem] :
+       {std::make_tuple("tls_cert_file", &cert_file, &config.tls_cert_pem),
+        std::make_tuple("tls_key_file", &key_file, &config.tls_key_pem),
+        std::make_tuple("tls_client_ca_file", &client_ca_file, &config.tls_client_ca_pem)}) {
     if (path->empty()) continue;
     absl::StatusOr<std::string> contents = ReadPemFile(*path);
     if (!contents.ok()) {
@@ -197,8 +197,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
   }
   if (config.max_concurrent_streams < 1) {
-    return FlagError("max_concurrent_streams", config.max_concurrent_streams,
-                     "must be at least 1");
+    return FlagError("max_concurrent_streams", config.max_concurrent_streams, "must be at least 1");
   }
   if (config.max_connection_idle <= absl::ZeroDuration() ||
       config.max_connection_age <= absl::ZeroDuration()) {

@@ -1,8 +1,8 @@
 #include "server/wire_messages.h"
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 
 namespace dmlserve {
 

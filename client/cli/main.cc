@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
       "  release   --id NAME\n"
       "  info      server version, devices, limits, operators\n"
       "  health    prints SERVING or NOT_SERVING (exit code 0 only when SERVING)\n"
-      "Common: --server host:port, --deadline_ms N, --pretty.\n"
+      "Common: --server host:port, --deadline_ms N, --pretty; over TLS --tls_ca_file\n"
+      "(and --tls_cert_file, --tls_key_file for mutual TLS).\n"
       "Exit codes: 0 ok; 2 bad request (INVALID_ARGUMENT, OUT_OF_RANGE, NOT_FOUND,\n"
       "ALREADY_EXISTS, FAILED_PRECONDITION); 3 run --check mismatch; 1 any other error.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
