@@ -76,12 +76,13 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
 
   const std::string ports = address->host.empty() ? std::to_string(address->port)
                                                   : absl::StrCat(address->host, ":", address->port);
-  const char* options[] = {"listening_ports", ports.c_str(),
-                           // Scrapes are rare and quick; two threads let a
-                           // slow client not block Prometheus.
-                           "num_threads", "2",
-                           // A stalled client must not hold a thread forever.
-                           "request_timeout_ms", "10000", nullptr};
+  // civetweb gives each connection a thread until its request is read and
+  // answered. Scrapes are rare and quick, but a client that trickles its
+  // header holds a thread for as long as the request timeout allows: enough
+  // threads that a handful of such clients (or stuck ones) leave Prometheus
+  // room, and a header deadline short enough that each is cut off soon.
+  const char* options[] = {"listening_ports",    ports.c_str(), "num_threads", "16",
+                           "request_timeout_ms", "2000",        nullptr};
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer(registry));
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof(callbacks));

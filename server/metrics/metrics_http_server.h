@@ -22,7 +22,8 @@ class MetricsHttpServer {
   // `listen_address`: "ipv4:port", ":port" or "port" (all IPv4 interfaces),
   // or "[ipv6]:port" where civetweb has IPv6 (Debian 12's does not:
   // InvalidArgument); "localhost" means 127.0.0.1. Port 0 picks a free port (see
-  // port()). `registry` must outlive the server. Serves on two threads.
+  // port()). `registry` must outlive the server. Serves on 16 threads; a request must arrive within
+  // 2 s.
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(std::string listen_address,
                                                                   const Registry* registry);
 

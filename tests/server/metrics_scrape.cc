@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,6 +41,11 @@ absl::StatusOr<std::string> HttpGet(const std::string& address, const std::strin
     close(fd);
     return absl::UnavailableError(absl::StrCat("connect to ", address, ": ", error));
   }
+  // Prometheus's default scrape timeout: a scrape answered later than this
+  // failed.
+  const timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   const std::string request =
       absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", address, "\r\nConnection: close\r\n\r\n");
   size_t sent = 0;
