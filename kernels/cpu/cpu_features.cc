@@ -4,19 +4,32 @@
 #include <atomic>
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace dmlserve {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID bits GCC's __builtin_cpu_supports knows and clang 14's does not:
+// F16C (leaf 1, ECX bit 29) and AVX-VNNI (leaf 7 subleaf 1, EAX bit 4). The
+// wider register state they need is the AVX2 state checked below.
+bool HasF16c() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+#endif
 
 CpuIsa DetectCpuIsa() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the wider register
   // state (XCR0), so a "supported" level is usable.
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c())) {
     return CpuIsa::kGeneric;
   }
-  const bool avx_vnni = __builtin_cpu_supports("avxvnni");
+  const bool avx_vnni = CpuHasAvxVnni();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512vnni")) {
@@ -40,6 +53,15 @@ CpuIsa EnvironmentCpuIsa() {
 std::atomic<int> forced_isa{-1};
 
 }  // namespace
+
+bool CpuHasAvxVnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+#else
+  return false;
+#endif
+}
 
 absl::string_view CpuIsaName(CpuIsa isa) {
   switch (isa) {

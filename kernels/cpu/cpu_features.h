@@ -40,6 +40,10 @@ std::optional<CpuIsa> ParseCpuIsa(absl::string_view name);
 // The best level the CPU (and OS, for the register state) supports.
 CpuIsa SupportedCpuIsa();
 
+// Whether the CPU has AVX-VNNI (read from CPUID: clang's __builtin_cpu_supports
+// does not know it).
+bool CpuHasAvxVnni();
+
 // The level kernels use: SupportedCpuIsa(), capped by DMLSERVE_CPU_ISA or by
 // SetCpuIsaForTesting.
 CpuIsa SelectedCpuIsa();

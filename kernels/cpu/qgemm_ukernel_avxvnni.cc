@@ -71,7 +71,7 @@ namespace dmlserve {
 const QGemmUkernel* AvxVnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avxvnni", CpuIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
   __builtin_cpu_init();
-  const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+  const bool supported = __builtin_cpu_supports("avx2") && CpuHasAvxVnni();
   return supported ? &kernel : nullptr;
 }
 
