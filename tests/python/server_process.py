@@ -55,6 +55,10 @@ class ServerProcess:
         if not (self.grpc_address and self.metrics_address):
             raise RuntimeError("dmlserve exited at start-up:\n" + "".join(self.output))
 
+    @property
+    def pid(self):
+        return self._proc.pid
+
     def alive(self):
         return self._proc.poll() is None
 
