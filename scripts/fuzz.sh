@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target (tests/fuzz/, clang with AddressSanitizer and
 # UndefinedBehaviorSanitizer) in build-fuzz/, seeds each from the conformance
-# examples, runs them all (side by side, one per core) for SECONDS each, and
-# ends with the line
+# examples and the D3D12 kernels, runs each for SECONDS (one per core at a
+# time), and ends with the line
 #   fuzz: N targets, S s each, C crashes
 # exiting non-zero when C > 0. Crash inputs are kept in build-fuzz/crashes/,
 # the grown corpora in build-fuzz/corpus/ (reused by the next run).
@@ -12,7 +12,7 @@ set -euo pipefail
 seconds=${1:?usage: scripts/fuzz.sh SECONDS}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DMLSERVE_FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets=(execute_request_fuzzer cli_request_json_fuzzer)
+targets=(execute_request_fuzzer execute_stream_fuzzer cli_request_json_fuzzer dxbc_fuzzer)
 
 # Coverage instrumentation everywhere, the fuzzer's main only in the targets.
 # clang ignores the kernels' `#pragma GCC target`, so the ISA levels this
@@ -32,26 +32,41 @@ rm -rf "$seeds"
 "$build/tests/fuzz/make_fuzz_seeds" "$root/tests/conformance" "$seeds"
 mkdir -p "$build/crashes"
 
-pids=()
-for target in "${targets[@]}"; do
-  corpus="$build/corpus/$target"
-  mkdir -p "$corpus"
-  seed_dir="$seeds/${target%_fuzzer}"
-  # -timeout: an input running 10 s is a hang, reported as a crash.
-  "$build/tests/fuzz/$target" "$corpus" "$seed_dir" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/crashes/$target-" \
-    >"$build/$target.log" 2>&1 &
-  pids+=($!)
-done
+# At most one target per core at a time, so each gets a whole core for its
+# SECONDS (the run takes SECONDS x targets / cores).
+jobs=$(nproc)
 crashes=0
-for i in "${!targets[@]}"; do
-  if ! wait "${pids[$i]}"; then
+run_target() {
+  local target=$1
+  local corpus="$build/corpus/$target"
+  mkdir -p "$corpus"
+  # -timeout: an input running 10 s is a hang, reported as a crash.
+  "$build/tests/fuzz/$target" "$corpus" "$seeds/${target%_fuzzer}" -max_total_time="$seconds" \
+    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$build/crashes/$target-" >"$build/$target.log" 2>&1
+}
+report() {
+  local target=$1 status=$2
+  if ((status != 0)); then
     crashes=$((crashes + 1))
-    echo "fuzz: ${targets[$i]} found a crash; see $build/${targets[$i]}.log and $build/crashes/"
-    tail -n 30 "$build/${targets[$i]}.log"
+    echo "fuzz: $target found a crash; see $build/$target.log and $build/crashes/"
+    tail -n 30 "$build/$target.log"
   fi
-  grep -E "stat::number_of_executed_units|cov: " "$build/${targets[$i]}.log" | tail -n 2 |
-    sed "s/^/${targets[$i]}: /"
+  grep -E "stat::number_of_executed_units|cov: " "$build/$target.log" | tail -n 2 |
+    sed "s/^/$target: /"
+}
+for ((first = 0; first < ${#targets[@]}; first += jobs)); do
+  batch=("${targets[@]:first:jobs}")
+  pids=()
+  for target in "${batch[@]}"; do
+    run_target "$target" &
+    pids+=($!)
+  done
+  for i in "${!batch[@]}"; do
+    status=0
+    wait "${pids[$i]}" || status=$?
+    report "${batch[$i]}" "$status"
+  done
 done
 echo "fuzz: ${#targets[@]} targets, $seconds s each, $crashes crashes"
 ((crashes == 0))
