@@ -408,12 +408,10 @@ void Scheduler::Impl::Shutdown() {
 }
 
 void Scheduler::Impl::EvictTensor(absl::string_view registered_id) {
-  std::vector<Device*> devices;
-  {
-    absl::MutexLock lock(&mu_);
-    for (size_t i = 0; i < pool_.size(); ++i) devices.push_back(pool_.at(i).device.get());
-  }
-  for (Device* device : devices) device->Evict(registered_id);
+  // No lock: the pool's devices are fixed at construction. It is called when
+  // the last copy of a registered tensor goes, which may be a job's, dropped
+  // wherever that job ends (even under mu_).
+  for (size_t i = 0; i < pool_.size(); ++i) pool_.at(i).device->Evict(registered_id);
 }
 
 std::vector<DeviceStatus> Scheduler::Impl::devices() const {
@@ -432,7 +430,10 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
     }
   }
   // Outside the lock: a device may take its own locks to count memory.
-  for (size_t i = 0; i < devices.size(); ++i) statuses[i].memory_bytes = devices[i]->memory_bytes();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    statuses[i].memory_bytes = devices[i]->memory_bytes();
+    statuses[i].resident_bytes = devices[i]->resident_bytes();
+  }
   return statuses;
 }
 

@@ -52,6 +52,7 @@ struct DeviceStatus {
   bool healthy = true;
   bool fallback = false;
   uint64_t memory_bytes = 0;
+  uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
 };
 
 class Scheduler {
@@ -79,6 +80,8 @@ class Scheduler {
   void Shutdown();
 
   // Forwards a registry release to every device (drops resident copies).
+  // Takes no scheduler lock: safe from any thread, also from where a job
+  // is dropped.
   void EvictTensor(absl::string_view registered_id);
 
   std::vector<DeviceStatus> devices() const;

@@ -80,6 +80,18 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
         }
         return samples;
       });
+  registry_->AddCallbackGauge(
+      "dmlserve_device_resident_bytes",
+      "Of dmlserve_device_memory_bytes, the resident copies of registered tensors (uploaded or "
+      "packed weights); dropped once a tensor is released and no job still reads it.",
+      {"device"}, [scheduler] {
+        std::vector<std::pair<metrics::LabelValues, double>> samples;
+        for (const DeviceStatus& device : scheduler->devices()) {
+          samples.push_back(
+              {{device.description.name}, static_cast<double>(device.resident_bytes)});
+        }
+        return samples;
+      });
 }
 
 void ServiceMetrics::ObserveTensorRegistry(const TensorRegistry* tensors) {

@@ -1,5 +1,6 @@
 #include "server/tensor_registry.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -10,6 +11,22 @@
 
 namespace dmlserve {
 namespace {
+
+// Tensor::registration: evicts the resident copies when the last copy of a
+// registered tensor goes.
+class Registration {
+ public:
+  Registration(std::weak_ptr<absl::AnyInvocable<void(absl::string_view)>> evict,
+               std::string registered_id)
+      : evict_(std::move(evict)), registered_id_(std::move(registered_id)) {}
+  ~Registration() {
+    if (auto evict = evict_.lock()) (*evict)(registered_id_);
+  }
+
+ private:
+  std::weak_ptr<absl::AnyInvocable<void(absl::string_view)>> evict_;
+  std::string registered_id_;
+};
 
 absl::Status ValidateId(absl::string_view id) {
   if (id.size() > TensorRegistry::kMaxIdLength) {
@@ -31,7 +48,15 @@ absl::Status ValidateId(absl::string_view id) {
 TensorRegistry::TensorRegistry(uint64_t max_total_bytes,
                                absl::AnyInvocable<void(absl::string_view)> evict,
                                size_t max_tensors)
-    : max_total_bytes_(max_total_bytes), max_tensors_(max_tensors), evict_(std::move(evict)) {}
+    : max_total_bytes_(max_total_bytes),
+      max_tensors_(max_tensors),
+      evict_(evict ? std::make_shared<Evict>(std::move(evict)) : nullptr) {}
+
+TensorRegistry::~TensorRegistry() {
+  // Jobs may outlive the registry; their registrations then evict nothing.
+  absl::MutexLock lock(&mutex_);
+  evict_.reset();
+}
 
 absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tensor tensor) {
   if (absl::Status status = ValidateId(id); !status.ok()) return status;
@@ -54,13 +79,15 @@ absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tenso
         max_total_bytes_, " (", total_bytes_, " bytes registered)"));
   }
   tensor.registered_id = absl::StrCat(key, "#", ++generation_);
+  tensor.registration = std::make_shared<Registration>(evict_, tensor.registered_id);
   total_bytes_ += bytes;
   tensors_.emplace(key, std::move(tensor));
   return key;
 }
 
 absl::Status TensorRegistry::Release(absl::string_view id) {
-  std::string registered_id;
+  // Dropped after the lock: the registration may be the tensor's last copy.
+  Tensor released;
   {
     absl::MutexLock lock(&mutex_);
     auto it = tensors_.find(id);
@@ -68,11 +95,11 @@ absl::Status TensorRegistry::Release(absl::string_view id) {
       return absl::NotFoundError(absl::StrCat("tensor_id: unknown tensor ", QuotedClientText(id)));
     }
     total_bytes_ -= it->second.byte_size();
-    registered_id = std::move(it->second.registered_id);
-    // Jobs holding a copy of the Tensor keep the bytes alive.
+    // Jobs holding a copy of the Tensor keep the bytes, and the resident
+    // copies, alive until they finish.
+    released = std::move(it->second);
     tensors_.erase(it);
   }
-  if (evict_) evict_(registered_id);
   return absl::OkStatus();
 }
 

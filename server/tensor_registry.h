@@ -35,11 +35,15 @@ class TensorRegistry {
   // `max_total_bytes` caps the bytes of all registered tensors together and
   // `max_tensors` their number (each costs its id and bookkeeping whatever
   // its size: a million one-byte tensors would hold far more than 1 MB).
-  // `evict` is called with a released tensor's registered_id (outside the
-  // registry's lock) so devices can drop resident copies.
+  // `evict` is called with a released tensor's registered_id so devices can
+  // drop resident copies: once the tensor is released and the last job
+  // holding a copy of it is gone (see Tensor::registration), on the thread
+  // that dropped that copy, never under the registry's lock. Not called
+  // after the registry is destroyed.
   TensorRegistry(uint64_t max_total_bytes, absl::AnyInvocable<void(absl::string_view)> evict,
                  size_t max_tensors = kDefaultMaxTensors);
 
+  ~TensorRegistry();
   TensorRegistry(const TensorRegistry&) = delete;
   TensorRegistry& operator=(const TensorRegistry&) = delete;
 
@@ -65,7 +69,9 @@ class TensorRegistry {
 
   const uint64_t max_total_bytes_;
   const size_t max_tensors_;
-  absl::AnyInvocable<void(absl::string_view)> evict_;
+  using Evict = absl::AnyInvocable<void(absl::string_view)>;
+  // Registrations hold it weakly: dropping it here stops their evictions.
+  std::shared_ptr<Evict> evict_;
 
   mutable absl::Mutex mutex_;
   absl::flat_hash_map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mutex_);

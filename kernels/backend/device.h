@@ -86,6 +86,9 @@ class Device {
 
   // Device memory held (buffers, pools, resident tensors), for metrics.
   virtual uint64_t memory_bytes() const { return 0; }
+  // The part of memory_bytes() that holds registered tensors' resident
+  // copies (uploaded or packed weights), for metrics.
+  virtual uint64_t resident_bytes() const { return 0; }
 };
 
 }  // namespace dmlserve

@@ -38,6 +38,12 @@ struct Tensor {
   // Non-empty when the tensor is a registered one; devices key resident
   // copies (uploaded weights) by it.
   std::string registered_id;
+  // Registered tensors only: shared by every copy of the tensor (the
+  // registry's and those in jobs). When the last copy is gone, i.e. the
+  // tensor was released and no job still reads it, the devices are told to
+  // drop their resident copies. A job that was queued when the tensor was
+  // released may still upload it; the eviction then waits for that job.
+  std::shared_ptr<const void> registration;
 
   bool present() const { return data_type != DataType::kUnknown; }
   uint64_t element_count() const { return ElementCount(sizes); }

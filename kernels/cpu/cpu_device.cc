@@ -114,6 +114,8 @@ bool CpuDevice::IsResident(absl::string_view registered_id) const {
 void CpuDevice::Evict(absl::string_view registered_id) { cache_->Evict(registered_id); }
 
 uint64_t CpuDevice::memory_bytes() const { return cache_->memory_bytes(); }
+// Everything the CPU device holds is packed registered weights.
+uint64_t CpuDevice::resident_bytes() const { return cache_->memory_bytes(); }
 
 std::vector<std::unique_ptr<Device>> CreateCpuDevices(int count) {
   std::vector<std::unique_ptr<Device>> devices;

@@ -34,6 +34,7 @@ class CpuDevice : public Device {
   bool IsResident(absl::string_view registered_id) const override;
   void Evict(absl::string_view registered_id) override;
   uint64_t memory_bytes() const override;
+  uint64_t resident_bytes() const override;
 
  private:
   DeviceDescription description_;

@@ -55,5 +55,6 @@ bool D3D12Device::IsResident(absl::string_view registered_id) const {
 void D3D12Device::Evict(absl::string_view registered_id) { runtime_->Evict(registered_id); }
 
 uint64_t D3D12Device::memory_bytes() const { return runtime_->memory_bytes(); }
+uint64_t D3D12Device::resident_bytes() const { return runtime_->resident_bytes(); }
 
 }  // namespace dmlserve::d3d12

@@ -39,6 +39,7 @@ class D3D12Device : public Device {
   bool IsResident(absl::string_view registered_id) const override;
   void Evict(absl::string_view registered_id) override;
   uint64_t memory_bytes() const override;
+  uint64_t resident_bytes() const override;
 
   // The runtime underneath (tests read its counters).
   DeviceRuntime& runtime() const { return *runtime_; }

@@ -123,6 +123,8 @@ uint64_t DeviceRuntime::memory_bytes() const {
   return parts_->pool->memory_bytes() + parts_->staging->memory_bytes();
 }
 
+uint64_t DeviceRuntime::resident_bytes() const { return parts_->residents->resident_bytes(); }
+
 RuntimeStats DeviceRuntime::stats() const {
   RuntimeStats stats;
   stats.buffers_created = parts_->factory->creations() - parts_->creations_at_start;

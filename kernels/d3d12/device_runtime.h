@@ -63,6 +63,8 @@ class DeviceRuntime {
 
   // Device memory held: pooled and resident buffers, staging rings.
   uint64_t memory_bytes() const;
+  // Of which registered tensors' resident forms.
+  uint64_t resident_bytes() const;
   RuntimeStats stats() const;
   int max_inflight_batches() const;
 

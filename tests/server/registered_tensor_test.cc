@@ -1,11 +1,14 @@
 // RegisterTensor / ReleaseTensor and requests that refer to registered
 // tensors by id.
 
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/server_fixture.h"
@@ -199,6 +202,50 @@ TEST_F(RegisteredTensorTest, MismatchingTypeOrSizesWithAnIdAreInvalid) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(),
               HasSubstr("quantized_linear_matrix_multiply.b: set either data or tensor_id"));
+  ExpectServerStillAnswers();
+}
+
+// A request admitted before its weights were released still runs with them;
+// the copy a device makes for it (an upload, a packed form) is dropped once
+// it finishes. Before, the copy was made after the release's eviction and
+// nothing evicted it again: memory lost for good on every such race.
+class ReleaseRaceTest : public ServerTest {
+ protected:
+  absl::Duration InjectedBatchDelay() const override { return absl::Milliseconds(300); }
+};
+
+TEST_F(ReleaseRaceTest, ResidentCopiesMadeAfterAReleaseAreDroppedWhenTheJobEnds) {
+  absl::BitGen bitgen;
+  const QuantizedMatMulCase weights = RandomWeights(bitgen, /*k=*/64, /*n=*/32);
+  v1::Tensor b = MatMulB(weights);
+  b.set_tensor_id("w1");
+  ASSERT_TRUE(Register(b, nullptr).ok());
+  v1::ExecuteResponse warm;
+  ASSERT_TRUE(Execute(MatMulRequest("warm", RandomMatMulCase(bitgen, weights), "w1"), &warm).ok());
+  ASSERT_TRUE(WaitForMetric("dmlserve_device_resident_bytes", {}, [](double v) { return v > 0; }))
+      << "a registered tensor in use is resident somewhere";
+
+  // Admitted now, run 300 ms later: after the release below.
+  const QuantizedMatMulCase c = RandomMatMulCase(bitgen, weights);
+  const v1::ExecuteRequest request = MatMulRequest("raced", c, "w1");
+  v1::ExecuteResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  absl::Notification answered;
+  grpc::Status status;
+  stub_->async()->Execute(&context, &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    answered.Notify();
+  });
+  ASSERT_TRUE(WaitForMetric("dmlserve_inflight_requests", {}, [](double v) { return v >= 1; }));
+  ASSERT_TRUE(Release("w1").ok());
+  answered.WaitForNotification();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(TensorValues(response.output()), QuantizedMatMulReference(c));
+
+  EXPECT_TRUE(WaitForMetric(
+      "dmlserve_device_resident_bytes", {}, [](double v) { return v == 0; }, absl::Seconds(10)))
+      << "resident bytes left: " << Metric("dmlserve_device_resident_bytes").value_or(-1);
   ExpectServerStillAnswers();
 }
 
