@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kernels/dxbc/container.h"
 
 namespace dmlserve::dxbc {
@@ -91,6 +92,12 @@ absl::Status Assembler::CheckUse(const Operand& op, bool is_destination) {
 void Assembler::Op(Opcode opcode, std::initializer_list<Operand> dsts,
                    std::initializer_list<Operand> srcs, uint32_t controls) {
   if (!status_.ok()) return;
+  // Anything outside the controls field would overwrite the instruction
+  // length (a corrupt program that still assembled; found by dxbc_fuzzer).
+  if ((controls & ~kControlsMask) != 0) {
+    return Fail(absl::StrFormat("%s: controls 0x%x outside bits 11-23 of the opcode token",
+                                OpcodeName(opcode), controls));
+  }
   std::vector<uint32_t> body;
   for (const Operand& d : dsts) {
     absl::Status s = CheckUse(d, true);
@@ -125,6 +132,10 @@ void Assembler::dcl_globalFlags(uint32_t flags) { Declare(Opcode::kDclGlobalFlag
 void Assembler::DeclareTokens(Opcode opcode, uint32_t controls, std::vector<uint32_t> body) {
   if (!status_.ok()) return;
   if (!code_.empty()) return Fail("declaration after the first instruction");
+  if ((controls & ~kControlsMask) != 0) {
+    return Fail(absl::StrFormat("%s: controls 0x%x outside bits 11-23 of the opcode token",
+                                OpcodeName(opcode), controls));
+  }
   declarations_.push_back(static_cast<uint32_t>(opcode) | controls |
                           ((static_cast<uint32_t>(body.size()) + 1) << kInstructionLengthShift));
   declarations_.insert(declarations_.end(), body.begin(), body.end());

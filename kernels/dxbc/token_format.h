@@ -113,6 +113,7 @@ enum class OperandType : uint32_t {
 // Opcode token: [10:0] opcode, [23:11] opcode-specific controls,
 // [30:24] instruction length in tokens (opcode token included), [31] extended.
 inline constexpr uint32_t kOpcodeMask = 0x7ff;
+inline constexpr uint32_t kControlsMask = 0x00fff800;
 inline constexpr int kInstructionLengthShift = 24;
 inline constexpr uint32_t kMaxInstructionLength = 0x7f;
 inline constexpr uint32_t kSaturateBit = 1u << 13;

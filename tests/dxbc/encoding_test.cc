@@ -270,6 +270,19 @@ TEST(AssemblerErrorTest, RejectsMisuse) {
     a.ret();
     EXPECT_FALSE(a.Finish().ok()) << "no dcl_thread_group";
   }
+  // Flags past the controls field would overwrite the instruction length
+  // and assemble a corrupt program (found by dxbc_fuzzer).
+  {
+    TestAssembler a;
+    a.dcl_globalFlags(0x07001000);
+    const absl::Status status = a.Finish().status();
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("controls 0x7001000 outside bits 11-23"));
+  }
+  {
+    TestAssembler a;
+    a.sync(1u << 24);
+    EXPECT_FALSE(a.Finish().ok()) << "sync flags in the length field";
+  }
 }
 
 TEST(AssemblerTest, DeclaresTempsAndAppendsRet) {

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -329,7 +330,14 @@ void AssembleAndReadBack(FuzzedDataProvider* input) {
   if (!blob.ok()) return;
   const absl::StatusOr<std::vector<uint32_t>> extracted = dmlserve::dxbc::ExtractProgram(*blob);
   Check(extracted.ok() && *extracted == *program);
-  Check(dmlserve::dxbc::DisassembleContainer(*blob).ok());
+  const absl::StatusOr<std::string> text = dmlserve::dxbc::DisassembleContainer(*blob);
+  if (!text.ok()) {
+    std::fprintf(stderr, "assembled, but the disassembler says: %s\n",
+                 std::string(text.status().message()).c_str());
+    for (uint32_t token : *program) std::fprintf(stderr, "%08x ", token);
+    std::fprintf(stderr, "\n");
+    __builtin_trap();
+  }
 }
 
 void ReadContainer(const uint8_t* data, size_t size) {
