@@ -94,4 +94,11 @@ bool DevicePool::MarkFailed(Slot& slot, const absl::Status& failure) {
   return true;
 }
 
+void DevicePool::MarkRecovered(Slot& slot) {
+  if (slot.healthy) return;
+  slot.healthy = true;
+  ++healthy_;
+  if (!slot.fallback) ++healthy_primary_;
+}
+
 }  // namespace dmlserve

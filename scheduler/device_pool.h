@@ -41,6 +41,7 @@ class DevicePool {
     int inflight = 0;       // batches it runs now, on workers or submitting threads
     int waiting = 0;        // its workers blocked in Wait
     int wakes_pending = 0;  // of those, signalled and not yet awake
+    bool probing = false;   // one of its workers is bringing it back (Recover)
     absl::CondVar wake;
 
     bool idle() const { return inflight == 0; }
@@ -82,6 +83,8 @@ class DevicePool {
 
   // Takes `slot` out of rotation after `failure`; false when it already was.
   bool MarkFailed(Slot& slot, const absl::Status& failure);
+  // Puts a failed `slot` back in rotation (it recovered).
+  void MarkRecovered(Slot& slot);
 
   int healthy() const { return healthy_; }
   // Whether every primary failed and fallback devices serve in their place.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -68,6 +69,12 @@ class Scheduler::Impl : public JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
+  // For a worker of a failed `slot`: probes the device once
+  // options_.reprobe_interval has passed and none of its batches runs
+  // (Device::Recover; one worker probes, the others wait for the outcome)
+  // and puts it back in rotation when it recovers. False when the worker
+  // should exit instead (shutdown, or probing is off).
+  bool AwaitRecoveryLocked(Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
@@ -209,7 +216,11 @@ void Scheduler::Impl::ReportDepth() {
 void Scheduler::Impl::WorkerLoop(Slot* slot) {
   std::vector<Completion> completions;
   mu_.Lock();
-  while (slot->healthy) {
+  for (;;) {
+    if (!slot->healthy) {
+      if (!AwaitRecoveryLocked(slot)) break;
+      continue;
+    }
     const absl::Time now = absl::Now();
     const bool should_take = pool_.ShouldTake(*slot);
     if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
@@ -244,6 +255,50 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     mu_.Lock();
   }
   mu_.Unlock();
+}
+
+bool Scheduler::Impl::AwaitRecoveryLocked(Slot* slot) {
+  if (shutting_down_ || options_.reprobe_interval <= absl::ZeroDuration()) return false;
+  if (slot->probing) {
+    // Another worker of this device probes; this one waits for the outcome.
+    pool_.Wait(*slot, &mu_, absl::InfiniteFuture());
+    return true;
+  }
+  slot->probing = true;
+  // Not before the interval, and never while a batch of the device still
+  // runs (its other workers, or a submitting thread, may be in Execute).
+  // A batch that ends well does not wake anyone: its end is polled.
+  const absl::Time due = absl::Now() + options_.reprobe_interval;
+  for (absl::Time now = absl::Now(); !shutting_down_ && (now < due || slot->inflight > 0);
+       now = absl::Now()) {
+    pool_.Wait(*slot, &mu_, now < due ? due : now + absl::Milliseconds(100));
+  }
+  if (shutting_down_) {
+    slot->probing = false;
+    return false;
+  }
+  Device* device = slot->device.get();
+  mu_.Unlock();
+  const absl::Status recovered = device->Recover();
+  mu_.Lock();
+  slot->probing = false;
+  // A device that cannot recover at all is not probed again.
+  if (recovered.code() == absl::StatusCode::kUnimplemented) return false;
+  if (!recovered.ok()) {
+    std::fprintf(stderr, "dmlserve: %s did not recover: %s\n", device->description().name.c_str(),
+                 recovered.ToString().c_str());
+    return true;  // probed again after the next interval
+  }
+  pool_.MarkRecovered(*slot);
+  const int serving = pool_.healthy();
+  // Its other workers, and the queued work it may take.
+  pool_.WakeAll();
+  mu_.Unlock();
+  std::fprintf(stderr, "dmlserve: %s recovered and serves again\n",
+               device->description().name.c_str());
+  if (observer_ != nullptr) observer_->OnDeviceRecovered(device->description().name, serving);
+  mu_.Lock();
+  return true;
 }
 
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,

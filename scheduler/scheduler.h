@@ -39,6 +39,9 @@ struct SchedulerOptions {
   // one batch that makes devices fail (a hang, a fence that never signals)
   // then costs at most this many devices, not all of them.
   int max_attempts = 2;
+  // How often a device taken out of rotation is probed (Device::Recover)
+  // until it serves again. Zero: a failed device stays out for good.
+  absl::Duration reprobe_interval = absl::Seconds(30);
   // Fault injection for tests: every batch waits this long on its device
   // thread before it runs, as behind a long kernel, so that tests of a busy
   // server (queued, cancelled, expired requests) need no real long work.

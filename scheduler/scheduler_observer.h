@@ -25,6 +25,9 @@ class SchedulerObserver {
   // (or failed, past SchedulerOptions::max_attempts). `devices_left` devices
   // still serve; at 0 every request fails UNAVAILABLE.
   virtual void OnDeviceRemoved(absl::string_view device, int devices_left) = 0;
+  // A device taken out of rotation recovered (SchedulerOptions::
+  // reprobe_interval) and serves again; `devices_serving` devices now serve.
+  virtual void OnDeviceRecovered(absl::string_view device, int devices_serving) {}
 };
 
 }  // namespace dmlserve

@@ -203,6 +203,7 @@ int Run(TerminationSignal& termination) {
   // New calls are refused from here on; those in flight get until the
   // deadline to finish (their jobs still run). Then gRPC shuts down at once:
   // it cancels whatever is left and closes the connections.
+  serving_health.Detach();
   server->GetHealthCheckService()->SetServingStatus(false);
   gate.BeginDrain();
   if (!gate.WaitForIdle(absl::Now() + config->shutdown_timeout)) {

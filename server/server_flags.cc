@@ -48,6 +48,10 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 200,
 ABSL_FLAG(int, max_batch_attempts, dmlserve::SchedulerOptions().max_attempts,
           "Devices a batch may fail on (each failure takes that device out of rotation) before "
           "its requests fail UNAVAILABLE instead of moving to the next device.");
+ABSL_FLAG(absl::Duration, device_reprobe_interval, dmlserve::SchedulerOptions().reprobe_interval,
+          "How often a device taken out of rotation after a failure is probed (for D3D12: a new "
+          "device on the same adapter, checked with a known-answer batch) until it serves again; "
+          "0 keeps failed devices out for good.");
 ABSL_FLAG(int, max_queue, dmlserve::SchedulerOptions().max_queue,
           "Requests admitted and not yet started; beyond it requests fail with "
           "RESOURCE_EXHAUSTED.");
@@ -141,6 +145,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   }
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.scheduler.max_attempts = absl::GetFlag(FLAGS_max_batch_attempts);
+  config.scheduler.reprobe_interval = absl::GetFlag(FLAGS_device_reprobe_interval);
   config.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   config.max_registered_tensor_bytes = absl::GetFlag(FLAGS_max_registered_tensor_bytes);
   config.max_registered_tensors = absl::GetFlag(FLAGS_max_registered_tensors);
@@ -214,6 +219,11 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   }
   if (config.scheduler.max_attempts < 1) {
     return FlagError("max_batch_attempts", config.scheduler.max_attempts, "must be at least 1");
+  }
+  if (config.scheduler.reprobe_interval < absl::ZeroDuration()) {
+    return FlagError("device_reprobe_interval",
+                     absl::FormatDuration(config.scheduler.reprobe_interval),
+                     "must not be negative (0: never)");
   }
   if (config.scheduler.max_queue < 1) {
     return FlagError("max_queue", config.scheduler.max_queue, "must be at least 1");

@@ -42,6 +42,10 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* registry, absl::string_view ve
   device_removals_ = &registry->AddCounter(
       "dmlserve_device_removals_total",
       "Devices taken out of rotation after a failure (their jobs were re-queued).", {"device"});
+  device_recoveries_ = &registry->AddCounter(
+      "dmlserve_device_recoveries_total",
+      "Failed devices that recovered when re-probed and serve again (--device_reprobe_interval).",
+      {"device"});
   registry
       ->AddGauge("dmlserve_build_info", "Build information; the value is always 1.", {"version"})
       .WithLabels({std::string(version)})
@@ -129,6 +133,10 @@ void ServiceMetrics::OnBatchExecuted(OperatorKind kind, absl::string_view device
 
 void ServiceMetrics::OnDeviceRemoved(absl::string_view device, int /*devices_left*/) {
   device_removals_->WithLabels({std::string(device)}).Increment();
+}
+
+void ServiceMetrics::OnDeviceRecovered(absl::string_view device, int /*devices_serving*/) {
+  device_recoveries_->WithLabels({std::string(device)}).Increment();
 }
 
 size_t ServiceMetrics::Slot(std::optional<OperatorKind> kind) {

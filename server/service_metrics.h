@@ -45,6 +45,7 @@ class ServiceMetrics final : public SchedulerObserver {
   void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
                        absl::Duration compute_duration) override;
   void OnDeviceRemoved(absl::string_view device, int devices_left) override;
+  void OnDeviceRecovered(absl::string_view device, int devices_serving) override;
 
  private:
   // Per-operator children, looked up once; the last slot is "unknown".
@@ -57,6 +58,7 @@ class ServiceMetrics final : public SchedulerObserver {
   metrics::Family<metrics::Counter>* requests_total_;
   metrics::Family<metrics::Histogram>* compute_duration_;
   metrics::Family<metrics::Counter>* device_removals_;
+  metrics::Family<metrics::Counter>* device_recoveries_;
   PerOperator<metrics::Histogram> request_duration_;
   PerOperator<metrics::Histogram> queue_duration_;
   PerOperator<metrics::Histogram> batch_size_;

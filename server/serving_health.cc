@@ -13,6 +13,11 @@ void ServingHealth::Attach(grpc::HealthCheckServiceInterface* health, int device
   if (no_device_ && health_ != nullptr) health_->SetServingStatus(false);
 }
 
+void ServingHealth::Detach() {
+  absl::MutexLock lock(&mu_);
+  health_ = nullptr;
+}
+
 void ServingHealth::OnQueueDepth(int depth) {
   if (next_ != nullptr) next_->OnQueueDepth(depth);
 }
@@ -35,6 +40,16 @@ void ServingHealth::OnDeviceRemoved(absl::string_view device, int devices_left) 
   std::fprintf(stderr, "dmlserve: %s was the last device that could serve; health NOT_SERVING\n",
                std::string(device).c_str());
   if (health_ != nullptr) health_->SetServingStatus(false);
+}
+
+void ServingHealth::OnDeviceRecovered(absl::string_view device, int devices_serving) {
+  if (next_ != nullptr) next_->OnDeviceRecovered(device, devices_serving);
+  if (devices_serving == 0) return;
+  absl::MutexLock lock(&mu_);
+  if (!no_device_) return;
+  no_device_ = false;
+  std::fprintf(stderr, "dmlserve: %s recovered; health SERVING\n", std::string(device).c_str());
+  if (health_ != nullptr) health_->SetServingStatus(true);
 }
 
 }  // namespace dmlserve

@@ -5,7 +5,8 @@
 // no device can serve, every Execute would fail UNAVAILABLE, so the server
 // reports NOT_SERVING and load balancers and Kubernetes stop sending it work.
 // It sits between the scheduler and the next observer (the metrics), to which
-// it forwards every event.
+// it forwards every event. When a device recovers (the scheduler re-probes
+// failed devices) it reports SERVING again.
 
 #include <grpcpp/health_check_service_interface.h>
 
@@ -26,12 +27,15 @@ class ServingHealth final : public SchedulerObserver {
   // this): NOT_SERVING at once when `devices_serving` is 0, and whenever
   // the last device is removed later.
   void Attach(grpc::HealthCheckServiceInterface* health, int devices_serving);
+  // Stops reporting: the server drains and has said NOT_SERVING for good.
+  void Detach();
 
   void OnQueueDepth(int depth) override;
   void OnJobStarted(OperatorKind kind, absl::Duration queue_duration) override;
   void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
                        absl::Duration compute_duration) override;
   void OnDeviceRemoved(absl::string_view device, int devices_left) override;
+  void OnDeviceRecovered(absl::string_view device, int devices_serving) override;
 
  private:
   SchedulerObserver* const next_;

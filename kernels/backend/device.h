@@ -77,6 +77,16 @@ class Device {
   // computation of another).
   virtual int max_inflight_batches() const { return 1; }
 
+  // Tries to make a device that failed (Execute returned non-OK) usable
+  // again: for D3D12, a new device on the same adapter, checked with a
+  // known-answer batch. OK means it can serve again. The scheduler calls it
+  // once none of the device's batches is running any more, every
+  // SchedulerOptions::reprobe_interval until it succeeds, from one of the
+  // device's worker threads. The default cannot recover.
+  virtual absl::Status Recover() {
+    return absl::UnimplementedError("this device cannot recover from a failure");
+  }
+
   // Whether the registered tensor `registered_id` is already resident, so a
   // batch that reads it avoids an upload here.
   virtual bool IsResident(absl::string_view registered_id) const { return false; }

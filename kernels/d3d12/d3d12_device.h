@@ -10,11 +10,15 @@
 // for every later batch, so the scheduler re-queues the jobs elsewhere and
 // retires the device. Anything else (a batch the planner cannot plan, a
 // kernel that does not build) fails the batch's items and returns OK.
+// Recover() replaces the lost runtime with a new one (a new D3D12 device on
+// the same adapter) that must compute a known answer before it serves.
 
 #include <functional>
 #include <memory>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "kernels/backend/device.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
@@ -27,27 +31,40 @@ class DeviceRuntime;
 // the items' outputs (and may set per-item statuses). Thread-safe.
 using BatchPlanner = std::function<absl::StatusOr<DispatchPlan>(absl::Span<WorkItem> items)>;
 
+// Makes a new runtime for the device (Recover), or fails.
+using RuntimeFactory = std::function<absl::StatusOr<std::unique_ptr<DeviceRuntime>>()>;
+
 class D3D12Device : public Device {
  public:
+  // Without `recreate` the device cannot recover.
   D3D12Device(DeviceDescription description, std::unique_ptr<DeviceRuntime> runtime,
-              BatchPlanner planner);
+              BatchPlanner planner, RuntimeFactory recreate = nullptr);
   ~D3D12Device() override;
 
   const DeviceDescription& description() const override { return description_; }
   absl::Status Execute(absl::Span<WorkItem> items) override;
+  absl::Status Recover() override;
   int max_inflight_batches() const override;
   bool IsResident(absl::string_view registered_id) const override;
   void Evict(absl::string_view registered_id) override;
   uint64_t memory_bytes() const override;
   uint64_t resident_bytes() const override;
 
-  // The runtime underneath (tests read its counters).
-  DeviceRuntime& runtime() const { return *runtime_; }
+  // The runtime underneath, the current one (tests read its counters).
+  DeviceRuntime& runtime() const { return *Current(); }
 
  private:
+  std::shared_ptr<DeviceRuntime> Current() const;
+  // Runs `items` on `runtime` (see Execute).
+  absl::Status ExecuteOn(DeviceRuntime& runtime, absl::Span<WorkItem> items);
+
   const DeviceDescription description_;
-  const std::unique_ptr<DeviceRuntime> runtime_;
   const BatchPlanner planner_;
+  const RuntimeFactory recreate_;
+  // Replaced by Recover; every call works on a snapshot, which keeps the
+  // runtime it started on alive until it returns.
+  mutable absl::Mutex runtime_mutex_;
+  std::shared_ptr<DeviceRuntime> runtime_ ABSL_GUARDED_BY(runtime_mutex_);
 };
 
 }  // namespace dmlserve::d3d12

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/d3d12/device_runtime.h"
+#include "kernels/d3d12/fault_injection.h"
 
 namespace dmlserve::d3d12 {
 namespace {
@@ -82,13 +83,24 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(
       absl::StatusOr<std::unique_ptr<DeviceRuntime>> runtime =
           DeviceRuntime::Create(*device, kernels, runtime_options);
       if (!runtime.ok()) return runtime.status();
+      // After a failure: a device of its own on the same adapter (the shared
+      // one is lost with it), without fault injection.
+      RuntimeOptions recreated_options = runtime_options;
+      recreated_options.fail_after_batches = kFaultInjectionOff;
+      RuntimeFactory recreate =
+          [index = adapter.index, kernels,
+           recreated_options]() -> absl::StatusOr<std::unique_ptr<DeviceRuntime>> {
+        absl::StatusOr<ComPtr<ID3D12Device>> fresh = CreateAdapterDevice(index);
+        if (!fresh.ok()) return fresh.status();
+        return DeviceRuntime::Create(*fresh, kernels, recreated_options);
+      };
       DeviceDescription description;
       description.name = runtime_options.name;
       description.backend = "d3d12";
       description.description = adapter.name;
       description.software = adapter.software;
-      devices.push_back(
-          std::make_unique<D3D12Device>(std::move(description), std::move(*runtime), planner));
+      devices.push_back(std::make_unique<D3D12Device>(std::move(description), std::move(*runtime),
+                                                      planner, std::move(recreate)));
     }
   }
   return devices;

@@ -7,6 +7,7 @@ namespace dmlserve::d3d12 {
 
 int ResolveFailAfterBatches(int option) {
   if (option >= 0) return option;
+  if (option == kFaultInjectionOff) return -1;
   const char* value = std::getenv(kFailAfterBatchesEnv);
   if (value == nullptr || *value == '\0') return -1;
   char* end = nullptr;

@@ -17,7 +17,12 @@ namespace dmlserve::d3d12 {
 
 inline constexpr char kFailAfterBatchesEnv[] = "DMLSERVE_D3D12_FAIL_AFTER_BATCHES";
 
-// `option` if >= 0, else the environment variable's value, else -1 (off).
+// Off whatever the environment says: a device recreated after a failure
+// (the injected fault stands for one removal, not a broken adapter).
+inline constexpr int kFaultInjectionOff = -2;
+
+// `option` if >= 0, -1 (off) for kFaultInjectionOff, else the environment
+// variable's value, else -1.
 int ResolveFailAfterBatches(int option);
 
 class FaultInjector {

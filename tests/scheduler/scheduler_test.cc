@@ -64,6 +64,20 @@ class RecordingObserver : public SchedulerObserver {
     if (!device_removed_.HasBeenNotified()) device_removed_.Notify();
   }
 
+  void OnDeviceRecovered(absl::string_view device, int devices_serving) override {
+    absl::MutexLock lock(&mu_);
+    recovered_.emplace_back(device);
+    devices_serving_.push_back(devices_serving);
+  }
+  std::vector<std::string> recovered() const {
+    absl::MutexLock lock(&mu_);
+    return recovered_;
+  }
+  std::vector<int> devices_serving() const {
+    absl::MutexLock lock(&mu_);
+    return devices_serving_;
+  }
+
   bool AwaitDeviceRemoved() {
     return device_removed_.WaitForNotificationWithTimeout(absl::Seconds(60));
   }
@@ -95,6 +109,8 @@ class RecordingObserver : public SchedulerObserver {
   std::vector<std::pair<std::string, int>> batches_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> removed_ ABSL_GUARDED_BY(mu_);
   std::vector<int> devices_left_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> recovered_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> devices_serving_ ABSL_GUARDED_BY(mu_);
   absl::Notification device_removed_;
 };
 
@@ -499,6 +515,69 @@ TEST_F(SchedulerTest, WhenTheLastDeviceFailsJobsFailWithUnavailable) {
   absl::Status status = scheduler_->Submit(NewJob(ScanOf(kF32, {4}, 1))->job);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("device lost"));
+}
+
+// A lost device is probed every reprobe_interval once none of its batches
+// runs; while Recover fails it stays out, and once it succeeds it is back in
+// rotation and takes work again.
+TEST_F(SchedulerTest, AFailedDeviceIsReprobedAndServesAgainOnceItRecovers) {
+  SchedulerOptions options = Options();
+  options.reprobe_interval = absl::Milliseconds(20);
+  Start(options, /*device_count=*/1, /*inflight=*/2);
+  devices_[0]->RecoverWith(absl::UnavailableError("adapter still gone"));
+  devices_[0]->FailNext(1);
+  auto lost = Submit(ScanOf(kF32, {4}, 1));
+  ASSERT_TRUE(lost->Await());
+  EXPECT_EQ(lost->result.status.code(), absl::StatusCode::kUnavailable);
+
+  // Probed, and still out: requests fail at once.
+  for (int i = 0; i < 10000 && devices_[0]->recover_calls() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_GE(devices_[0]->recover_calls(), 2);
+  EXPECT_FALSE(scheduler_->devices()[0].healthy);
+  EXPECT_EQ(scheduler_->Submit(NewJob(ScanOf(kF32, {4}, 2))->job).code(),
+            absl::StatusCode::kUnavailable);
+
+  devices_[0]->RecoverWith(absl::OkStatus());
+  for (int i = 0; i < 10000 && !scheduler_->devices()[0].healthy; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(scheduler_->devices()[0].healthy);
+  // Both of its workers take work again: two batches at once.
+  devices_[0]->Hold();
+  auto first = Submit(ScanOf(kF32, {4}, 3));
+  auto second = Submit(ScanOf(DataType::kInt32, {4}, 4));
+  devices_[0]->AwaitEntered(3);
+  devices_[0]->Release();
+  for (auto* job : {&first, &second}) {
+    ASSERT_TRUE((*job)->Await());
+    ExpectCorrectScan(**job);
+  }
+  for (int i = 0; i < 10000 && observer_.recovered().empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_THAT(observer_.recovered(), ElementsAre("test:0"));
+  EXPECT_THAT(observer_.devices_serving(), ElementsAre(1));
+}
+
+// With probing off (reprobe_interval 0) a failed device stays out.
+TEST_F(SchedulerTest, WithoutReprobingAFailedDeviceStaysOut) {
+  SchedulerOptions options = Options();
+  options.reprobe_interval = absl::ZeroDuration();
+  Start(options, /*device_count=*/2);
+  devices_[0]->RecoverWith(absl::OkStatus());
+  devices_[0]->FailNext(1);
+  devices_[1]->Hold();
+  auto f32 = Submit(ScanOf(kF32, {4}, 1));
+  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
+  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
+  devices_[1]->Release();
+  ASSERT_TRUE(f32->Await());
+  ASSERT_TRUE(i32->Await());
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(devices_[0]->recover_calls(), 0);
+  EXPECT_FALSE(scheduler_->devices()[0].healthy);
 }
 
 // A batch that breaks every device it runs on (a hang, a fence that never

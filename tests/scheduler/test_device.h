@@ -83,6 +83,22 @@ class TestDevice : public Device {
   }
   uint64_t memory_bytes() const override { return 4096; }
 
+  // Fails (as a device that cannot come back) until RecoverWith() says
+  // otherwise; counts the probes.
+  absl::Status Recover() override {
+    absl::MutexLock lock(&mu_);
+    ++recover_calls_;
+    return recover_result_;
+  }
+  void RecoverWith(absl::Status result) {
+    absl::MutexLock lock(&mu_);
+    recover_result_ = std::move(result);
+  }
+  int recover_calls() const {
+    absl::MutexLock lock(&mu_);
+    return recover_calls_;
+  }
+
   // Whether MayRunOnCallerThread says yes (to every operation).
   void RunOnCallerThread(bool yes) {
     absl::MutexLock lock(&mu_);
@@ -138,6 +154,9 @@ class TestDevice : public Device {
   const int max_inflight_batches_;
   mutable absl::Mutex mu_;
   absl::CondVar changed_;  // entered_ or held_ changed
+  absl::Status recover_result_ ABSL_GUARDED_BY(mu_) =
+      absl::UnimplementedError("this test device cannot recover");
+  int recover_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   bool run_on_caller_thread_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);

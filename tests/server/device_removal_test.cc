@@ -100,5 +100,42 @@ TEST_F(LastDeviceRemovalTest, HealthIsNotServingOnceNoDeviceCanServe) {
   EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
 }
 
+// The same lost device, re-probed every second: the server builds a new
+// D3D12 device on the adapter, checks it with a known answer, and serves on
+// it again; health goes back to SERVING.
+class DeviceRecoveryTest : public LastDeviceRemovalTest {
+ protected:
+  std::vector<std::string> ServerFlags() const override {
+    std::vector<std::string> flags = LastDeviceRemovalTest::ServerFlags();
+    flags.push_back("--device_reprobe_interval=1s");
+    return flags;
+  }
+};
+
+TEST_F(DeviceRecoveryTest, ALostDeviceIsRecreatedAndServesAgain) {
+  absl::BitGen bitgen;
+  grpc::Status status;
+  for (int i = 0; i < 10 && status.ok(); ++i) {
+    ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
+    v1::ExecuteResponse response;
+    status = Execute(scan.request, &response);
+  }
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
+
+  ASSERT_TRUE(WaitForMetric("dmlserve_device_recoveries_total", {{"device", "d3d12:0"}},
+                            [](double v) { return v == 1; }));
+  EXPECT_EQ(Metric("dmlserve_healthy_devices"), 1.0);
+  EXPECT_EQ(Health(""), grpc::health::v1::HealthCheckResponse::SERVING);
+  // The recreated device has no injected fault: it keeps serving.
+  for (int i = 0; i < 5; ++i) {
+    ScanCase scan = RandomScanCase(bitgen, absl::StrCat("again", i));
+    v1::ExecuteResponse response;
+    ASSERT_TRUE(Execute(scan.request, &response).ok());
+    EXPECT_EQ(TensorValues(response.output()), scan.expected);
+    EXPECT_EQ(response.info().device(), "d3d12:0");
+  }
+}
+
 }  // namespace
 }  // namespace dmlserve::testing

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds dmlserve with a sanitizer, in its own build directory (ccache shared
+# with the other builds), and runs the tests that build is for:
+#
+#   scripts/sanitize.sh address   AddressSanitizer + UndefinedBehaviorSanitizer
+#                                 (build-asan/): the unit and integration tests
+#                                 on the CPU backend (kernels, scheduler, server
+#                                 over gRPC, clients, metrics, DXBC, load)
+#   scripts/sanitize.sh thread    ThreadSanitizer (build-tsan/): the scheduler
+#                                 suite and the in-process request path
+#
+# Extra arguments go to ctest (e.g. -R Stream). Any sanitizer report fails
+# the test that triggered it. docs/sanitizers.md says what each build covers
+# and why TSan does not run the gRPC-fronted server.
+set -euo pipefail
+mode=${1:?usage: scripts/sanitize.sh address|thread [ctest arguments]}
+shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+case "$mode" in
+  address)
+    build=${DMLSERVE_ASAN_BUILD_DIR:-$root/build-asan}
+    targets=(all)
+    labels='^(kernels|scheduler|server|client|python|metrics|dxbc|load|integration)$'
+    # Leaks fail the process at exit; UBSan stops at the first report.
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ;;
+  thread)
+    build=${DMLSERVE_TSAN_BUILD_DIR:-$root/build-tsan}
+    targets=(scheduler_test request_path_test)
+    labels='^(scheduler|server)$'
+    export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 second_deadlock_stack=1"
+    ;;
+  *)
+    echo "scripts/sanitize.sh: unknown sanitizer '$mode' (address or thread)" >&2
+    exit 2
+    ;;
+esac
+
+# D3D12 off: lavapipe and vkd3d are not instrumented, and their tests are the
+# slowest of the suite; benchmarks off: nothing to check there.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DDMLSERVE_SANITIZER="$mode" -DDMLSERVE_WITH_D3D12=OFF -DDMLSERVE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+cd "$build"
+ctest --output-on-failure --timeout 600 -j "$(nproc)" -L "$labels" "$@"
