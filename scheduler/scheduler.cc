@@ -60,6 +60,14 @@ class Scheduler::Impl : public JobCancellationListener {
   absl::Status Submit(std::shared_ptr<Job> job);
   void Shutdown();
   void EvictTensor(absl::string_view registered_id);
+  uint64_t WorkingBytes(const Operation& operation) const {
+    // No lock: the pool's devices are fixed at construction.
+    uint64_t most = 0;
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      most = std::max(most, pool_.at(i).device->WorkingBytes(operation));
+    }
+    return most;
+  }
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const { return options_; }
 
@@ -505,6 +513,10 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) { return impl_->Submit(
 void Scheduler::Shutdown() { impl_->Shutdown(); }
 
 void Scheduler::EvictTensor(absl::string_view registered_id) { impl_->EvictTensor(registered_id); }
+
+uint64_t Scheduler::WorkingBytes(const Operation& operation) const {
+  return impl_->WorkingBytes(operation);
+}
 
 std::vector<DeviceStatus> Scheduler::devices() const { return impl_->devices(); }
 

@@ -82,6 +82,10 @@ class Scheduler {
   // device threads. Idempotent.
   void Shutdown();
 
+  // The most memory any of the devices needs to run `operation` beyond its
+  // operands and output (Device::WorkingBytes), for admission. Thread-safe.
+  uint64_t WorkingBytes(const Operation& operation) const;
+
   // Forwards a registry release to every device (drops resident copies).
   // Takes no scheduler lock: safe from any thread, also from where a job
   // is dropped.

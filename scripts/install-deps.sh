@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   # Build
+  # (build-essential brings GCC's ASan/UBSan/TSan runtimes for scripts/sanitize.sh)
   build-essential cmake ninja-build ccache pkg-config
   # gRPC, protobuf, Abseil, JSON, HTTP
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto libabsl-dev

@@ -30,7 +30,14 @@ MemoryBudget::Reservation::~Reservation() {
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes) {
   uint64_t used = used_.load(std::memory_order_relaxed);
   do {
-    if (bytes > limit_ || used > limit_ - bytes) {
+    if (bytes > limit_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this request needs ", bytes,
+          " bytes (its message, its output and the device's working memory), more than "
+          "--max_inflight_bytes=",
+          limit_, " allows"));
+    }
+    if (used > limit_ - bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("server busy: admitted requests hold ", used, " bytes and this one needs ",
                        bytes, " more, over --max_inflight_bytes=", limit_));

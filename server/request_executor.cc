@@ -41,12 +41,13 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
     finish(operation.status(), std::move(response), {}, done);
     return;
   }
-  // The request's message (its payloads now live on in the job) and the
-  // output it will produce, until the response is on its way.
+  // The request's message (its payloads now live on in the job), the output
+  // it will produce and the working memory the device may need for it,
+  // until the response is on its way.
   MemoryBudget::Reservation held;
   if (budget_ != nullptr) {
-    absl::StatusOr<MemoryBudget::Reservation> reserved =
-        budget_->Reserve(request_bytes + OutputBytes(*operation));
+    absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(
+        request_bytes + OutputBytes(*operation) + scheduler_->WorkingBytes(*operation));
     if (!reserved.ok()) {
       finish(reserved.status(), std::move(response), {}, done);
       return;

@@ -94,6 +94,12 @@ class Device {
   // The registered tensor was released; drop any resident copy.
   virtual void Evict(absl::string_view registered_id) {}
 
+  // An upper bound on the memory running `operation` alone takes beyond its
+  // operands and output (padding, packing, staging, read-back), for
+  // admission: the server counts it in its memory budget
+  // (--max_inflight_bytes) with the request's own bytes. Thread-safe.
+  virtual uint64_t WorkingBytes(const Operation& operation) const { return 0; }
+
   // Device memory held (buffers, pools, resident tensors), for metrics.
   virtual uint64_t memory_bytes() const { return 0; }
   // The part of memory_bytes() that holds registered tensors' resident

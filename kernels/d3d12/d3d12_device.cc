@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/d3d12/device_runtime.h"
+#include "kernels/d3d12/shaders/batch_planner.h"
 
 namespace dmlserve::d3d12 {
 namespace {
@@ -80,6 +81,10 @@ absl::Status D3D12Device::ExecuteOn(DeviceRuntime& runtime, absl::Span<WorkItem>
   }
   if (absl::Status finished = plan->finish(*outputs); !finished.ok()) FailItems(items, finished);
   return absl::OkStatus();
+}
+
+uint64_t D3D12Device::WorkingBytes(const Operation& operation) const {
+  return PlanWorkingBytes(operation);
 }
 
 int D3D12Device::max_inflight_batches() const { return Current()->max_inflight_batches(); }

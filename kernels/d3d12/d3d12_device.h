@@ -44,6 +44,7 @@ class D3D12Device : public Device {
   const DeviceDescription& description() const override { return description_; }
   absl::Status Execute(absl::Span<WorkItem> items) override;
   absl::Status Recover() override;
+  uint64_t WorkingBytes(const Operation& operation) const override;
   int max_inflight_batches() const override;
   bool IsResident(absl::string_view registered_id) const override;
   void Evict(absl::string_view registered_id) override;

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
 #include "kernels/d3d12/shaders/batch_planner.h"
+#include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 #include "kernels/d3d12/shaders/quantized_matmul_planner.h"
 #include "tests/dxbc/kernel_test_runtime.h"
 #include "tests/reference/conformance.h"
@@ -191,6 +192,41 @@ TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   EXPECT_EQ(resident, 1);
   RunAndCheck(operations);
   RunAndCheck(operations);  // second time with B resident on the device
+}
+
+// Per-tensor A and output parameters: jobs that share them share one row
+// parameter entry (a 16M-row product uploads 16 bytes of parameters, not
+// 256 MiB); jobs whose per-tensor values differ get an entry per row.
+TEST(QuantizedMatMulKernelTest, RowParametersAreSharedWhenEveryRowHasTheSame) {
+  std::mt19937_64 rng(9);
+  Tensor b = RandomBytes(DataType::kUint8, {1, 1, 13, 7}, rng);
+  for (const bool same : {true, false}) {
+    SCOPED_TRACE(same ? "same per-tensor parameters" : "different per-tensor parameters");
+    std::vector<Operation> operations;
+    for (uint32_t m : {5u, 66u, 1u}) {
+      QuantizedMatMulTensors t;
+      t.a = RandomBytes(DataType::kUint8, {m, 13}, rng);
+      t.a_scale = Scalar(DataType::kFloat32, same ? 0.02 : 0.01 * m);
+      t.a_zero_point = Scalar(DataType::kUint8, same ? 3 : m % 7);
+      t.b = b;
+      t.b_scale = Scalar(DataType::kFloat32, 0.03);
+      t.output_scale = Scalar(DataType::kFloat32, 0.2);
+      t.output_zero_point = Scalar(DataType::kUint8, 9);
+      absl::StatusOr<QuantizedMatMulOperation> op =
+          MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+      ASSERT_TRUE(op.ok()) << op.status();
+      operations.push_back(*std::move(op));
+    }
+    std::vector<WorkItem> items(operations.size());
+    for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+    absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->dispatches.size(), 1u);
+    const Dispatch& d = plan->dispatches[0];
+    EXPECT_EQ(d.constants[kQmmConstRowParamBytes], same ? 0u : 16u);
+    EXPECT_EQ(plan->buffers[d.srvs[2].buffer].size_bytes, same ? 16u : 16u * (5 + 66 + 1));
+    RunAndCheck(operations);
+  }
 }
 
 TEST(QuantizedMatMulPlannerTest, AccumulatorRangeBound) {

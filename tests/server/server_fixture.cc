@@ -14,6 +14,28 @@ namespace dmlserve::testing {
 
 std::string ServerBinary() { return DMLSERVE_BINARY; }
 
+bool BuiltWithD3D12() {
+#ifdef DMLSERVE_TEST_HAVE_D3D12
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool ResidentSizeIsMeaningful() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return false;
+#else
+  return true;
+#endif
+#else
+  return true;
+#endif
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);

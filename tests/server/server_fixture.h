@@ -28,6 +28,15 @@ std::string ServerBinary();
 // requests are named "<backend>:<n>".
 std::string ServingBackend();
 
+// Whether this build has the D3D12 backend (tests of its adapters skip
+// without it, as in the sanitizer builds).
+bool BuiltWithD3D12();
+
+// Whether the server's resident size says anything about what a request
+// cost: not under AddressSanitizer, whose quarantine and shadow memory grow
+// a process by hundreds of MiB whatever it does.
+bool ResidentSizeIsMeaningful();
+
 // An insecure loopback channel without a response size limit.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 

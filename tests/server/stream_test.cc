@@ -236,7 +236,9 @@ TEST_F(HugeOutputStreamTest, BadItemsWithHugeIdsAreHeldBackToo) {
   // items if nothing held it back) before any answer is taken.
   absl::SleepFor(absl::Seconds(2));
   const uint64_t growth = server_->PeakResidentBytes() - peak_before;
-  EXPECT_LT(growth, uint64_t{24} << 20) << "the server grew by " << (growth >> 20) << " MiB";
+  if (ResidentSizeIsMeaningful()) {
+    EXPECT_LT(growth, uint64_t{24} << 20) << "the server grew by " << (growth >> 20) << " MiB";
+  }
   int answered = 0;
   v1::ExecuteResponse response;
   while (stream->Read(&response)) {

@@ -27,4 +27,12 @@ absl::StatusOr<DispatchPlan> PlanBatch(absl::Span<WorkItem> items, const Planner
   return std::move(builder).Build();
 }
 
+uint64_t PlanWorkingBytes(const Operation& operation) {
+  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
+    // Upload staging, device input and output, read-back staging and copy.
+    return 4 * scan->input.byte_size();
+  }
+  return QuantizedMatMulWorkingBytes(std::get<QuantizedMatMulOperation>(operation));
+}
+
 }  // namespace dmlserve::d3d12

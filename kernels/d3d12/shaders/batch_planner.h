@@ -31,6 +31,13 @@ struct PlannerOptions {
 absl::StatusOr<DispatchPlan> PlanBatch(absl::Span<WorkItem> items,
                                        const PlannerOptions& options = {});
 
+// An upper bound on the memory running `operation` needs beyond its
+// operands and its output: padded and packed copies, upload staging, device
+// buffers and read-back (device memory is host memory on lavapipe and WARP,
+// so it counts too). A matrix multiply pads K and N to multiples of 4: a
+// product with K = N = 1 needs ~16 bytes per row for 2 of operands.
+uint64_t PlanWorkingBytes(const Operation& operation);
+
 }  // namespace dmlserve::d3d12
 
 #endif  // DMLSERVE_KERNELS_D3D12_SHADERS_BATCH_PLANNER_H_

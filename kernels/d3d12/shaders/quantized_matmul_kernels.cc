@@ -204,7 +204,7 @@ class QuantizedMatMulBuilder {
       a_.and_(ok, ok, word_ok);
       a_.if_nz(ok);
       a_.imad(out_row, slice_, C(kQmmConstRows), row);
-      a_.ishl(address, out_row, A::l(4));
+      a_.imul(address, out_row, C(kQmmConstRowParamBytes));
       a_.ld_raw(params, address, A::t(2));  // a_scale, output_scale, a_zp, output_zp
       // acc - zb * sum(a) - za * sum(b) + K * za * zb (wrapping int32).
       a_.imul(t, b_zero, row_sums_.sel(c));

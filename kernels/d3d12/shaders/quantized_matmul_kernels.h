@@ -46,6 +46,10 @@ inline constexpr int kQmmConstAChannelStride = 8;  // 1, or 0 when A broadcasts
 inline constexpr int kQmmConstBBatchStride = 9;
 inline constexpr int kQmmConstBChannelStride = 10;
 inline constexpr int kQmmConstOutputWords = 11;  // N4
+// Bytes between output rows' parameter entries (t2): 16, or 0 when every row
+// shares one entry (per-tensor scales and zero points), so a product of
+// millions of rows does not upload 16 bytes of parameters for each.
+inline constexpr int kQmmConstRowParamBytes = 12;
 
 struct QuantizedMatMulKernelSpec {
   bool a_signed = true;

@@ -159,6 +159,45 @@ void AppendRowParams(const QuantizedMatMulOperation& op, uint64_t rows, std::str
   }
 }
 
+// Whether every output row of `op` has the same parameters (per-tensor A
+// and output scales and zero points): then one entry serves them all.
+bool UniformRowParams(const QuantizedMatMulOperation& op) {
+  auto single = [](const Tensor& t) { return !t.present() || t.element_count() == 1; };
+  return single(op.a_scale) && single(op.output_scale) && single(op.a_zero_point) &&
+         single(op.output_zero_point);
+}
+
+// The row parameters of `items` stacked: one shared entry when they all
+// have the same uniform parameters (the constant kQmmConstRowParamBytes is
+// then 0), else an entry per A row. Returns the entry stride in bytes.
+uint32_t AppendStackedRowParams(const std::vector<WorkItem*>& items, std::string& out) {
+  bool shared = true;
+  std::string first_entry;
+  for (WorkItem* item : items) {
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    if (!UniformRowParams(op)) {
+      shared = false;
+      break;
+    }
+    std::string entry;
+    AppendRowParams(op, 1, entry);
+    if (first_entry.empty()) first_entry = entry;
+    if (entry != first_entry) {
+      shared = false;
+      break;
+    }
+  }
+  if (shared) {
+    out += first_entry;
+    return 0;
+  }
+  for (WorkItem* item : items) {
+    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+    AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, out);
+  }
+  return 16;
+}
+
 std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
   std::string out(uint64_t{op.n} * 8, '\0');
   for (uint32_t n = 0; n < op.n; ++n) {
@@ -184,6 +223,7 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles_m * tiles_n);
   d.constants[kQmmConstOutputWords] = (op.n + 3) / 4;
+  d.constants[kQmmConstRowParamBytes] = 16;  // callers with a shared entry set 0
   if (slices == 1) {
     d.constants[kQmmConstChannels] = 1;
   } else {
@@ -245,15 +285,13 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
     a = builder.AddUpload(Buffer::Adopt(std::move(stacked)), 0, size);
   }
   std::string row_params;
-  for (WorkItem* item : items) {
-    const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-    AppendRowParams(op, uint64_t{op.a_batch} * op.a_channel * op.m, row_params);
-  }
+  const uint32_t row_param_bytes = AppendStackedRowParams(items, row_params);
   const uint64_t row_params_size = row_params.size();
   const BufferId rows = builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
   const uint64_t row_words = (first.n + 3) / 4;
   const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
   Dispatch d = GemmDispatch(first, total_rows, 1);
+  d.constants[kQmmConstRowParamBytes] = row_param_bytes;
   Bind(d, a, b, rows, column_params, out);
   builder.AddDispatch(0, std::move(d));
   uint64_t first_row = 0;
@@ -326,13 +364,15 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     }
     const uint32_t slices = op.batch * op.channel;
     std::string row_params;
-    AppendRowParams(op, uint64_t{slices} * op.m, row_params);
+    const bool uniform = UniformRowParams(op);
+    AppendRowParams(op, uniform ? 1 : uint64_t{slices} * op.m, row_params);
     const uint64_t row_params_size = row_params.size();
     const BufferId rows =
         builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
     const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput,
                                                  uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
     Dispatch d = GemmDispatch(op, op.m, slices);
+    if (uniform) d.constants[kQmmConstRowParamBytes] = 0;
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
     builder.AddFinisher([item, out](std::vector<std::string>& outputs) {
@@ -348,7 +388,7 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
   const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
   if (a_rows * k4 * 4 > kMaxKernelBufferBytes || b_columns * k4 * 4 > kMaxKernelBufferBytes ||
       out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes ||
-      out_rows * 16 > kMaxKernelBufferBytes) {
+      (!UniformRowParams(op) && out_rows * 16 > kMaxKernelBufferBytes)) {
     return absl::ResourceExhaustedError(
         "the D3D12 matmul kernel addresses at most 4 GiB per buffer");
   }
@@ -356,6 +396,19 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
 }
 
 }  // namespace
+
+uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
+  const uint64_t k4_bytes = (uint64_t{op.k} + 3) / 4 * 4;
+  const uint64_t n4_bytes = (uint64_t{op.n} + 3) / 4 * 4;
+  const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
+  const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
+  const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
+  // A and packed B: a host copy and its upload staging; row parameters (one
+  // shared entry or one per row) likewise; the output on the device, in
+  // read-back staging and copied out of it.
+  const uint64_t row_params = UniformRowParams(op) ? 16 : out_rows * 16;
+  return 2 * (a_rows * k4_bytes + b_columns * k4_bytes + row_params) + 3 * out_rows * n4_bytes;
+}
 
 absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
   const uint64_t bound = uint64_t{op.k} * MaxCentered(op.a.data_type, op.a_zero_point) *

@@ -32,6 +32,9 @@ struct QuantizedMatMulPlannerOptions {
 void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
                           const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder);
 
+// See PlanWorkingBytes (batch_planner.h).
+uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op);
+
 // The largest |a - a_zero_point| * |b - b_zero_point| * K the kernel's int32
 // accumulation handles exactly; beyond it a job fails with OUT_OF_RANGE.
 absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op);
