@@ -65,6 +65,12 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* registry, absl::string_view ve
 }
 
 void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
+  // Every device's removal and recovery counters from 0, so that increase()
+  // and alerts see the first event, and dashboards find the series.
+  for (const DeviceStatus& device : scheduler->devices()) {
+    device_removals_->WithLabels({device.description.name});
+    device_recoveries_->WithLabels({device.description.name});
+  }
   registry_->AddCallbackGauge(
       "dmlserve_healthy_devices",
       "Devices that can run requests (fallbacks included); at 0 every request fails UNAVAILABLE "
