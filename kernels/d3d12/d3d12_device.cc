@@ -29,7 +29,7 @@ D3D12Device::D3D12Device(DeviceDescription description, std::unique_ptr<DeviceRu
 D3D12Device::~D3D12Device() = default;
 
 std::shared_ptr<DeviceRuntime> D3D12Device::Current() const {
-  absl::MutexLock lock(&runtime_mutex_);
+  std::lock_guard<std::mutex> lock(runtime_mutex_);
   return runtime_;
 }
 
@@ -57,7 +57,7 @@ absl::Status D3D12Device::Recover() {
       std::memcmp(item.output.data(), expected, sizeof(expected)) != 0) {
     return absl::InternalError("the new device computed a wrong known answer");
   }
-  absl::MutexLock lock(&runtime_mutex_);
+  std::lock_guard<std::mutex> lock(runtime_mutex_);
   runtime_ = std::move(*fresh);
   return absl::OkStatus();
 }

@@ -15,10 +15,9 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "kernels/backend/device.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
@@ -63,9 +62,10 @@ class D3D12Device : public Device {
   const BatchPlanner planner_;
   const RuntimeFactory recreate_;
   // Replaced by Recover; every call works on a snapshot, which keeps the
-  // runtime it started on alive until it returns.
-  mutable absl::Mutex runtime_mutex_;
-  std::shared_ptr<DeviceRuntime> runtime_ ABSL_GUARDED_BY(runtime_mutex_);
+  // runtime it started on alive until it returns. (std::mutex: this device
+  // is also built for Windows against a small Abseil subset, tests/windows.)
+  mutable std::mutex runtime_mutex_;
+  std::shared_ptr<DeviceRuntime> runtime_;  // guarded by runtime_mutex_
 };
 
 }  // namespace dmlserve::d3d12

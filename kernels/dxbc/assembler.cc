@@ -95,8 +95,8 @@ void Assembler::Op(Opcode opcode, std::initializer_list<Operand> dsts,
   // Anything outside the controls field would overwrite the instruction
   // length (a corrupt program that still assembled; found by dxbc_fuzzer).
   if ((controls & ~kControlsMask) != 0) {
-    return Fail(absl::StrFormat("%s: controls 0x%x outside bits 11-23 of the opcode token",
-                                OpcodeName(opcode), controls));
+    return Fail(absl::StrCat(OpcodeName(opcode), ": controls 0x", absl::StrFormat("%x", controls),
+                             " outside bits 11-23 of the opcode token"));
   }
   std::vector<uint32_t> body;
   for (const Operand& d : dsts) {
@@ -133,8 +133,8 @@ void Assembler::DeclareTokens(Opcode opcode, uint32_t controls, std::vector<uint
   if (!status_.ok()) return;
   if (!code_.empty()) return Fail("declaration after the first instruction");
   if ((controls & ~kControlsMask) != 0) {
-    return Fail(absl::StrFormat("%s: controls 0x%x outside bits 11-23 of the opcode token",
-                                OpcodeName(opcode), controls));
+    return Fail(absl::StrCat(OpcodeName(opcode), ": controls 0x", absl::StrFormat("%x", controls),
+                             " outside bits 11-23 of the opcode token"));
   }
   declarations_.push_back(static_cast<uint32_t>(opcode) | controls |
                           ((static_cast<uint32_t>(body.size()) + 1) << kInstructionLengthShift));
