@@ -55,12 +55,17 @@ std::atomic<int> forced_isa{-1};
 }  // namespace
 
 bool CpuHasAvxVnni() {
+  // Read once: CPUID traps to the hypervisor in a VM (~10 us here), and the
+  // request path asks on every matrix multiply.
+  static const bool has_avx_vnni = [] {
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned eax, ebx, ecx, edx;
-  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 #else
-  return false;
+    return false;
 #endif
+  }();
+  return has_avx_vnni;
 }
 
 absl::string_view CpuIsaName(CpuIsa isa) {

@@ -6,19 +6,30 @@
 
 namespace dmlserve {
 
-std::vector<const QGemmUkernel*> AvailableQGemmUkernels() {
-  std::vector<const QGemmUkernel*> kernels;
-  for (const QGemmUkernel* kernel : {GenericQGemmUkernel(), Avx2QGemmUkernel(),
-                                     AvxVnniQGemmUkernel(), Avx512VnniQGemmUkernel()}) {
-    if (kernel != nullptr) kernels.push_back(kernel);
-  }
-  return kernels;
+namespace {
+
+// Found once: the CPU does not change, and every matrix multiply asks.
+const std::vector<const QGemmUkernel*>& Kernels() {
+  static const auto* kernels = [] {
+    auto* found = new std::vector<const QGemmUkernel*>;
+    for (const QGemmUkernel* kernel : {GenericQGemmUkernel(), Avx2QGemmUkernel(),
+                                       AvxVnniQGemmUkernel(), Avx512VnniQGemmUkernel()}) {
+      if (kernel != nullptr) found->push_back(kernel);
+    }
+    return found;
+  }();
+  return *kernels;
 }
 
+}  // namespace
+
+std::vector<const QGemmUkernel*> AvailableQGemmUkernels() { return Kernels(); }
+
 const QGemmUkernel& SelectedQGemmUkernel() {
+  // The level may change (DMLSERVE_CPU_ISA, tests), the kernels do not.
   const CpuIsa level = SelectedCpuIsa();
   const QGemmUkernel* best = GenericQGemmUkernel();
-  for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
+  for (const QGemmUkernel* kernel : Kernels()) {
     if (kernel->isa <= level) best = kernel;
   }
   return *best;
