@@ -79,7 +79,7 @@ Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_
 std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
                                            const std::string& registered_id) {
   Tensor b = RandomTensor(DataType::kUint8, {k, n});
-  b.registered_id = registered_id;
+  b.set_registered_id(registered_id);
   const Tensor b_scale = Floats({1, 1, 1, n}, 0.005f, 0.01f);
   std::vector<Operation> operations;
   for (int i = 0; i < count; ++i) {
@@ -145,7 +145,7 @@ Operation MakeQGemm(const QGemmCase& c) {
   t.a_scale = Floats({1, 1, 1, 1}, 0.02f, 0.02f);
   t.a_zero_point = Filled(c.a_type, {1, 1, 1, 1}, c.a_type == DataType::kInt8 ? 3 : 128);
   t.b = RandomTensor(c.b_type, batched ? Shape{1, c.b_channel, c.k, c.n} : Shape{c.k, c.n});
-  if (c.registered_b) t.b.registered_id = "bench-weights";
+  if (c.registered_b) t.b.set_registered_id("bench-weights");
   const Shape b_quantization = c.per_column ? Shape{1, 1, 1, c.n} : Shape{1, 1, 1, 1};
   t.b_scale = Floats(b_quantization, 0.005f, 0.01f);
   t.b_zero_point = Filled(c.b_type, b_quantization, 1);

@@ -19,8 +19,8 @@ CompatibilityKey::TensorIdentity CompatibilityKey::TensorIdentity::Of(const Tens
   identity.data_type = tensor.data_type;
   identity.sizes = tensor.sizes;
   if (!tensor.present()) return identity;  // an absent zero point
-  if (!tensor.registered_id.empty()) {
-    identity.registered_id = tensor.registered_id;
+  if (!tensor.registered_id().empty()) {
+    identity.registered_id = tensor.registered_id();
     identity.hash = absl::HashOf(identity.registered_id);
     return identity;
   }

@@ -12,22 +12,6 @@
 namespace dmlserve {
 namespace {
 
-// Tensor::registration: evicts the resident copies when the last copy of a
-// registered tensor goes.
-class Registration {
- public:
-  Registration(std::weak_ptr<absl::AnyInvocable<void(absl::string_view)>> evict,
-               std::string registered_id)
-      : evict_(std::move(evict)), registered_id_(std::move(registered_id)) {}
-  ~Registration() {
-    if (auto evict = evict_.lock()) (*evict)(registered_id_);
-  }
-
- private:
-  std::weak_ptr<absl::AnyInvocable<void(absl::string_view)>> evict_;
-  std::string registered_id_;
-};
-
 absl::Status ValidateId(absl::string_view id) {
   if (id.size() > TensorRegistry::kMaxIdLength) {
     return absl::InvalidArgumentError(absl::StrCat("tensor_id: ", id.size(),
@@ -78,8 +62,11 @@ absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tenso
         "tensor: registering ", bytes, " bytes would exceed --max_registered_tensor_bytes=",
         max_total_bytes_, " (", total_bytes_, " bytes registered)"));
   }
-  tensor.registered_id = absl::StrCat(key, "#", ++generation_);
-  tensor.registration = std::make_shared<Registration>(evict_, tensor.registered_id);
+  std::weak_ptr<Evict> evict = evict_;
+  tensor.registration = std::make_shared<TensorRegistration>(
+      absl::StrCat(key, "#", ++generation_), [evict](const std::string& registered_id) {
+        if (auto call = evict.lock()) (*call)(registered_id);
+      });
   total_bytes_ += bytes;
   tensors_.emplace(key, std::move(tensor));
   return key;

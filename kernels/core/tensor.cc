@@ -5,6 +5,15 @@
 
 namespace dmlserve {
 
+const std::string& Tensor::registered_id() const {
+  static const std::string* const kNone = new std::string();
+  return registration != nullptr ? registration->id() : *kNone;
+}
+
+void Tensor::set_registered_id(std::string id) {
+  registration = id.empty() ? nullptr : std::make_shared<TensorRegistration>(std::move(id));
+}
+
 uint64_t ElementCount(const Shape& sizes) {
   uint64_t count = 1;
   for (uint32_t size : sizes) count *= size;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,19 +32,45 @@ std::string ShapeToString(const Shape& sizes);
 // Buffer pointer); once a Tensor is handed to the scheduler nobody writes to
 // its bytes again. An absent optional tensor (a zero point that was
 // not given) has data_type kUnknown.
+// What makes a Tensor a registered one: its id (the public id plus a
+// generation), shared by every copy of the tensor, the registry's and those
+// in jobs. When the last copy goes, i.e. the tensor was released and no job
+// still reads it, `on_last_copy` runs (the registry tells the devices to
+// drop their resident copies): a job queued when the tensor was released may
+// still upload it, and the eviction waits for that job. One pointer in
+// Tensor rather than an id string and a token keeps every operation (eight
+// tensors for a matrix multiply) small on the request path.
+class TensorRegistration {
+ public:
+  explicit TensorRegistration(std::string id,
+                              std::function<void(const std::string&)> on_last_copy = nullptr)
+      : id_(std::move(id)), on_last_copy_(std::move(on_last_copy)) {}
+  ~TensorRegistration() {
+    if (on_last_copy_) on_last_copy_(id_);
+  }
+  TensorRegistration(const TensorRegistration&) = delete;
+  TensorRegistration& operator=(const TensorRegistration&) = delete;
+
+  const std::string& id() const { return id_; }
+
+ private:
+  const std::string id_;
+  const std::function<void(const std::string&)> on_last_copy_;
+};
+
 struct Tensor {
   DataType data_type = DataType::kUnknown;
   Shape sizes;
   std::shared_ptr<Buffer> bytes;
-  // Non-empty when the tensor is a registered one; devices key resident
+  // Set when the tensor is a registered one (see TensorRegistration).
+  std::shared_ptr<const TensorRegistration> registration;
+
+  // The registration's id, "" when not registered. Devices key resident
   // copies (uploaded weights) by it.
-  std::string registered_id;
-  // Registered tensors only: shared by every copy of the tensor (the
-  // registry's and those in jobs). When the last copy is gone, i.e. the
-  // tensor was released and no job still reads it, the devices are told to
-  // drop their resident copies. A job that was queued when the tensor was
-  // released may still upload it; the eviction then waits for that job.
-  std::shared_ptr<const void> registration;
+  const std::string& registered_id() const;
+  // Marks the tensor registered under `id` with nothing to do when its last
+  // copy goes (tests, benchmarks); "" makes it unregistered.
+  void set_registered_id(std::string id);
 
   bool present() const { return data_type != DataType::kUnknown; }
   uint64_t element_count() const { return ElementCount(sizes); }

@@ -61,7 +61,7 @@ bool CpuDevice::MayRunOnCallerThread(const Operation& operation) const {
   const uint64_t multiply_adds =
       uint64_t{matmul.batch} * matmul.channel * matmul.m * matmul.k * matmul.n;
   return multiply_adds <= kCallerThreadMultiplyAdds &&
-         (!matmul.b.registered_id.empty() || matmul.b.byte_size() <= kCallerThreadBytes);
+         (!matmul.b.registered_id().empty() || matmul.b.byte_size() <= kCallerThreadBytes);
 }
 
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {

@@ -220,13 +220,13 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
 
 std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
                                                  CpuIsa isa) {
-  if (op.b.registered_id.empty()) return PackB(op, slice, isa);
+  if (op.b.registered_id().empty()) return PackB(op, slice, isa);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {
     return tensor.present() ? absl::string_view(*tensor.bytes) : absl::string_view();
   };
   const std::string key =
-      absl::StrCat(op.b.registered_id.size(), ":", op.b.registered_id, slice, ":",
+      absl::StrCat(op.b.registered_id().size(), ":", op.b.registered_id(), slice, ":",
                    static_cast<int>(op.b_quantization), ":", bytes_of(op.b_scale).size(), ":",
                    bytes_of(op.b_scale), bytes_of(op.b_zero_point));
   {
@@ -248,7 +248,7 @@ std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation&
   std::shared_ptr<const PackedB> packed = PackB(op, slice, isa);
   std::lock_guard<std::mutex> lock(mutex_);
   if (by_key_.count(key) == 0 && packed->byte_size() <= capacity_bytes_) {
-    entries_.push_front(Entry{key, op.b.registered_id, op.b.bytes, packed});
+    entries_.push_front(Entry{key, op.b.registered_id(), op.b.bytes, packed});
     by_key_[key] = entries_.begin();
     bytes_ += packed->byte_size();
     EvictOverCapacityLocked();

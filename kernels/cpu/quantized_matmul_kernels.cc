@@ -331,7 +331,7 @@ absl::Status RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation&
   b.source = BSource::Of(op, slice);
   std::shared_ptr<const PackedB> packed;
   BColumns columns;
-  const bool registered = cache != nullptr && !op.b.registered_id.empty();
+  const bool registered = cache != nullptr && !op.b.registered_id().empty();
   // Packing B whole pays off when its panels are reused by several row
   // blocks (or by later requests, once cached), and costs nothing with one
   // strip (K x 16 bytes), which the narrow path rearranges once per call.

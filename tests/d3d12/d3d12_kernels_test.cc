@@ -220,7 +220,7 @@ TEST_F(D3D12KernelsTest, RegisteredWeightsStayResident) {
   ASSERT_NE(device, nullptr);
   reference::RandomOperationGenerator generator(99);
   QuantizedMatMulOperation first = generator.NextMatMul();
-  first.b.registered_id = "resident-test-weights";
+  first.b.set_registered_id("resident-test-weights");
   QuantizedMatMulOperation second = first;
   second.a = generator.RandomTensor(OperatorKind::kQuantizedLinearMatrixMultiply, first.a.data_type,
                                     first.a.sizes);

@@ -161,7 +161,7 @@ TEST(QuantizedMatMulKernelTest, BroadcastSlices) {
 TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   std::mt19937_64 rng(8);
   Tensor b = RandomBytes(DataType::kInt8, {1, 1, 45, 19}, rng);
-  b.registered_id = "weights-1";
+  b.set_registered_id("weights-1");
   Tensor b_scale = Floats({1, 1, 1, 19}, rng, 0.01f, 0.03f);
   std::vector<Operation> operations;
   for (uint32_t m : {1u, 3u, 70u, 2u}) {

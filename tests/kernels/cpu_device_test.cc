@@ -80,7 +80,7 @@ Operation MatMulWithRegisteredB(const std::string& id, std::shared_ptr<Buffer> b
   t.b.data_type = DataType::kInt8;
   t.b.sizes = {3, 2};
   t.b.bytes = std::move(b_bytes);
-  t.b.registered_id = id;
+  t.b.set_registered_id(id);
   t.b_scale = floats(1.0f);
   t.output_scale = floats(1.0f);
   absl::StatusOr<QuantizedMatMulOperation> op =

@@ -247,7 +247,7 @@ class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
   void ExpectExact(const QuantizedMatMulOperation& op, bool registered) {
     QuantizedMatMulOperation copy = op;
     PackedBCache cache(uint64_t{1} << 30);
-    if (registered) copy.b.registered_id = "weights";
+    if (registered) copy.b.set_registered_id("weights");
     Tensor output = Tensor::Allocate(copy.output_data_type, copy.output_sizes);
     const QuantizedMatMulOperation* ops[] = {&copy};
     Tensor* outputs[] = {&output};

@@ -88,7 +88,7 @@ TEST(CompatibilityKeyTest, BQuantizationAxisMustMatch) {
 
 TEST(CompatibilityKeyTest, ListsRegisteredTensorsForResidency) {
   Tensor b_scale = Scale(1);
-  b_scale.registered_id = "s";
+  b_scale.set_registered_id("s");
   EXPECT_THAT(KeyOf(MatMulOf(WeightB(1, "w"), b_scale)).registered_ids(), ElementsAre("w", "s"));
   EXPECT_THAT(KeyOf(MatMulOf(WeightB(1), Scale(1))).registered_ids(), IsEmpty());
   EXPECT_THAT(KeyOf(ScanOf(DataType::kFloat32, {4}, 1)).registered_ids(), IsEmpty());

@@ -92,7 +92,7 @@ std::vector<Example> LoadExamples(const std::string& registered_prefix) {
         tensors.a_scale = ParseTensor(example, "a_scale");
         tensors.a_zero_point = ParseTensor(example, "a_zero_point");
         tensors.b = ParseTensor(example, "b");
-        tensors.b.registered_id = registered_prefix + parsed.name;
+        tensors.b.set_registered_id(registered_prefix + parsed.name);
         tensors.b_scale = ParseTensor(example, "b_scale");
         tensors.b_zero_point = ParseTensor(example, "b_zero_point");
         tensors.output_scale = ParseTensor(example, "output_scale");

@@ -749,7 +749,7 @@ TEST_F(SchedulerTest, PrefersABatchWhoseWeightsAreResident) {
   std::vector<std::string> order;
   for (const auto& batch : devices_[0]->executed()) {
     if (const auto* matmul = std::get_if<QuantizedMatMulOperation>(&batch[0])) {
-      order.push_back(matmul->b.registered_id);
+      order.push_back(matmul->b.registered_id());
     }
   }
   EXPECT_THAT(order, ElementsAre("warm", "cold"));
@@ -818,7 +818,7 @@ TEST_F(SchedulerTest, ASharedWeightDoesNotCountTowardsTheByteCap) {
   // use it, so four jobs still fit a cap of four A's and outputs.
   std::vector<int8_t> large(256 * 1024);
   Tensor b = ::dmlserve::testing::MakeTensor(DataType::kInt8, {256, 1024}, large);
-  b.registered_id = "w";
+  b.set_registered_id("w");
   auto matmul = [&b]() {
     QuantizedMatMulTensors tensors;
     tensors.a =

@@ -34,7 +34,7 @@ Tensor WeightB(int8_t first, std::string registered_id) {
   std::vector<int8_t> values;
   for (int i = 0; i < 6; ++i) values.push_back(static_cast<int8_t>(first + i));
   Tensor b = MakeTensor(DataType::kInt8, {3, 2}, values);
-  b.registered_id = std::move(registered_id);
+  b.set_registered_id(std::move(registered_id));
   return b;
 }
 

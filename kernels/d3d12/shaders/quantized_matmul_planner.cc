@@ -255,7 +255,7 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
   item->output.data_type = op.output_data_type;
   item->output.sizes = op.output_sizes;
   item->output.bytes = std::move(bytes);
-  item->output.registered_id.clear();
+  item->output.registration.reset();
   return absl::OkStatus();
 }
 
@@ -312,7 +312,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
 
   // Packed B: resident when registered (and the host repack cached).
   std::shared_ptr<const Buffer> packed;
-  const std::string& id = first.b.registered_id;
+  const std::string& id = first.b.registered_id();
   if (!id.empty()) packed = PackedWeightCache::Get().Find(id, first.b.bytes);
   if (packed == nullptr) {
     packed = PackB(first);

@@ -178,7 +178,7 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     item->output.data_type = op.input.data_type;
     item->output.sizes = op.input.sizes;
     item->output.bytes = Buffer::Adopt(std::move(data));
-    item->output.registered_id.clear();
+    item->output.registration.reset();
     return absl::OkStatus();
   });
   return absl::OkStatus();
