@@ -66,6 +66,20 @@ class LastDeviceRemovalTest : public ServerTest {
             "--cpu_fallback=false"};
   }
 
+  // Sends scans (answers checked) until one fails, as the device's second
+  // batch does; returns that status (OK if none failed in 10).
+  grpc::Status ScanUntilTheDeviceFails() {
+    absl::BitGen bitgen;
+    grpc::Status status;
+    for (int i = 0; i < 10 && status.ok(); ++i) {
+      ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
+      v1::ExecuteResponse response;
+      status = Execute(scan.request, &response);
+      if (status.ok()) EXPECT_EQ(TensorValues(response.output()), scan.expected);
+    }
+    return status;
+  }
+
   grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& service) {
     auto health = grpc::health::v1::Health::NewStub(channel_);
     auto context = MakeContext();
@@ -81,14 +95,7 @@ class LastDeviceRemovalTest : public ServerTest {
 TEST_F(LastDeviceRemovalTest, HealthIsNotServingOnceNoDeviceCanServe) {
   EXPECT_EQ(Health(""), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(Metric("dmlserve_healthy_devices"), 1.0);
-  absl::BitGen bitgen;
-  grpc::Status status;
-  for (int i = 0; i < 10 && status.ok(); ++i) {
-    ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
-    v1::ExecuteResponse response;
-    status = Execute(scan.request, &response);
-    if (status.ok()) EXPECT_EQ(TensorValues(response.output()), scan.expected);
-  }
+  const grpc::Status status = ScanUntilTheDeviceFails();
   ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   EXPECT_THAT(status.error_message(), ::testing::HasSubstr("no healthy device left"));
 
@@ -114,12 +121,7 @@ class DeviceRecoveryTest : public LastDeviceRemovalTest {
 
 TEST_F(DeviceRecoveryTest, ALostDeviceIsRecreatedAndServesAgain) {
   absl::BitGen bitgen;
-  grpc::Status status;
-  for (int i = 0; i < 10 && status.ok(); ++i) {
-    ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
-    v1::ExecuteResponse response;
-    status = Execute(scan.request, &response);
-  }
+  const grpc::Status status = ScanUntilTheDeviceFails();
   ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
 
