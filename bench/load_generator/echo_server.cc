@@ -19,6 +19,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "dmlserve/v1/dmlserve.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -127,6 +128,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // As in dmlserve itself (server/main.cc): Debian's Abseil checks lock order
+  // on every Mutex, gRPC's included; both sides of a comparison turn it off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::ParseCommandLine(argc, argv);
   return dmlserve::load::Run();
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "bench/load_generator/echo_comparison.h"
 #include "bench/load_generator/load_runner.h"
@@ -312,6 +313,9 @@ int main(int argc, char** argv) {
       "  dmlserve-load --server=127.0.0.1:50051 --channels=2 --in_flight=8 --duration=10s\n"
       "  dmlserve-load --spawn_server=build/server/dmlserve --compare_echo --mix=cumsum=1\n"
       "  dmlserve-load --spawn_server=build/server/dmlserve --server_args=\"--backend=d3d12\"");
+  // As in dmlserve itself (server/main.cc): Debian's Abseil checks lock order
+  // on every Mutex, gRPC's included; both sides of a comparison turn it off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::ParseCommandLine(argc, argv);
   return dmlserve::load::Run();
 }

@@ -124,9 +124,27 @@ absl::Status CheckScaleValues(const Tensor& scale, absl::string_view field, bool
   auto bad = [allow_zero, &subnormal](float value) {
     return !std::isfinite(value) || (!allow_zero && value == 0.0f) || subnormal(value);
   };
-  bool any_bad = false;
-  for (uint64_t i = 0; i < count; ++i) any_bad |= bad(values[i]);
-  if (!any_bad) return absl::OkStatus();
+  // The fast pass reads the bits: with the sign cleared, a float is bad when
+  // its exponent is all ones (infinite or NaN) or all zeros with any bit set
+  // (subnormal), or it is zero and zero is refused. Integer compares
+  // vectorize where float classification does not (no -ffast-math here), and
+  // per-column scales of a registered B are checked on every request.
+  constexpr uint32_t kAbsMask = 0x7fffffffu;
+  constexpr uint32_t kInfinityBits = 0x7f800000u;
+  constexpr uint32_t kSmallestNormalBits = 0x00800000u;
+  const uint32_t smallest_good = allow_zero ? 1u : 0u;  // 0 is good only when allowed
+  uint32_t any_bad = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], sizeof(bits));
+    bits &= kAbsMask;
+    // Bad: bits >= infinity, or 0 < bits < smallest normal, or bits == 0 and
+    // zero is refused. One unsigned compare covers the last two: bits - s
+    // (wrapping) is below smallest_normal - s exactly for those values.
+    any_bad |= static_cast<uint32_t>(bits >= kInfinityBits) |
+               static_cast<uint32_t>(bits - smallest_good < kSmallestNormalBits - smallest_good);
+  }
+  if (any_bad == 0) return absl::OkStatus();
   for (uint64_t i = 0; i < count; ++i) {
     if (subnormal(values[i])) {
       return absl::InvalidArgumentError(absl::StrCat(

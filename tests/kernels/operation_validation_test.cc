@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
@@ -338,6 +339,67 @@ TEST(MakeQuantizedMatMulTest, ScalesMustBeFloat32AndFinite) {
   t = Valid();
   t.output_scale = Scalar(std::numeric_limits<float>::min());  // the smallest normal float
   EXPECT_TRUE(Make(std::move(t)).ok());
+}
+
+// The scale check reads float bits in a vectorized pass: every class of bad
+// value is caught at any position of a long per-column scale (past any vector
+// width), and the edges of the good range pass.
+TEST(MakeQuantizedMatMulTest, EveryBadScaleValueIsFoundAtAnyPosition) {
+  constexpr uint32_t kN = 37;
+  auto bits = [](uint32_t value) {
+    float f;
+    std::memcpy(&f, &value, sizeof(f));
+    return f;
+  };
+  const float good[] = {std::numeric_limits<float>::min(),
+                        -std::numeric_limits<float>::min(),
+                        std::numeric_limits<float>::max(),
+                        -std::numeric_limits<float>::max(),
+                        1.0f,
+                        -3.5f};
+  struct Bad {
+    float value;
+    bool bad_when_zero_allowed;  // a's and b's scales allow zero; the output's does not
+    const char* message;
+  };
+  const Bad bad[] = {
+      {std::numeric_limits<float>::quiet_NaN(), true, "not a valid scale"},
+      {bits(0xffc00001u), true, "not a valid scale"},  // a negative NaN
+      {std::numeric_limits<float>::infinity(), true, "not a valid scale"},
+      {-std::numeric_limits<float>::infinity(), true, "not a valid scale"},
+      {bits(0x007fffffu), true, "is subnormal"},  // the largest subnormal
+      {bits(0x80000001u), true, "is subnormal"},  // the smallest negative one
+      {0.0f, false, "non-zero"},
+      {-0.0f, false, "non-zero"},
+  };
+  for (uint32_t position : {0u, 15u, 16u, kN - 1}) {
+    for (float value : good) {
+      std::vector<float> scales(kN, 0.5f);
+      scales[position] = value;
+      QuantizedMatMulTensors t = Valid(3, 4, kN);
+      t.b_scale = Floats({1, 1, 1, kN}, scales);
+      EXPECT_TRUE(Make(std::move(t)).ok()) << value << " at " << position;
+      t = Valid(kN, 4, 2);
+      t.output_scale = Floats({1, 1, kN, 1}, scales);
+      EXPECT_TRUE(Make(std::move(t)).ok()) << value << " at " << position;
+    }
+    for (const Bad& b : bad) {
+      std::vector<float> scales(kN, 0.5f);
+      scales[position] = b.value;
+      const std::string field = absl::StrCat("b_scale.data[", position, "]");
+      QuantizedMatMulTensors t = Valid(3, 4, kN);
+      t.b_scale = Floats({1, 1, 1, kN}, scales);
+      if (b.bad_when_zero_allowed) {
+        ExpectInvalid(Make(std::move(t)), field, b.message);
+      } else {
+        EXPECT_TRUE(Make(std::move(t)).ok()) << b.value << " at " << position;
+      }
+      t = Valid(kN, 4, 2);
+      t.output_scale = Floats({1, 1, kN, 1}, scales);
+      ExpectInvalid(Make(std::move(t)), absl::StrCat("output_scale.data[", position, "]"),
+                    b.message);
+    }
+  }
 }
 
 TEST(MakeQuantizedMatMulTest, ZeroPointsMatchTheirTensorsType) {
