@@ -33,6 +33,10 @@ struct Batch {
   absl::Time created = absl::InfiniteFuture();
   // Put back after its device failed: runs before anything else.
   bool requeued = false;
+  // A held batch (see BatchQueue) waits, even for an idle device, until it
+  // has `company` jobs or `held_until` passes.
+  int company = 0;
+  absl::Time held_until = absl::InfinitePast();
   // Where BatchQueue keeps it: open (still accepting jobs) or closed, and its
   // place in that list.
   bool open = true;

@@ -31,12 +31,14 @@ bool BatchQueue::IsDue(const Batch& batch, absl::Time now) const {
 }
 
 void BatchQueue::Close(Batch* batch) {
+  if (batch == held_) held_ = nullptr;  // full: nothing more to wait for
   open_by_key_.erase(batch->key);
   batch->open = false;
   closed_.splice(closed_.end(), open_, batch->position);
 }
 
 std::unique_ptr<Batch> BatchQueue::Unlink(Batch* batch) {
+  if (batch == held_) held_ = nullptr;
   BatchList& list = batch->open ? open_ : closed_;
   if (batch->open) open_by_key_.erase(batch->key);
   std::unique_ptr<Batch> owned = std::move(*batch->position);
@@ -44,7 +46,9 @@ std::unique_ptr<Batch> BatchQueue::Unlink(Batch* batch) {
   return owned;
 }
 
-void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes) {
+void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes,
+                     int company) {
+  const bool was_empty = empty();
   auto it = open_by_key_.find(key);
   Batch* batch = it == open_by_key_.end() ? nullptr : it->second;
   if (batch != nullptr && batch->bytes + own_bytes > limits_.max_batch_bytes) {
@@ -60,6 +64,11 @@ void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t ow
     open_.push_back(std::move(created));
     batch->position = std::prev(open_.end());
     open_by_key_.emplace(std::move(key), batch);
+    if (was_empty && company > 1 && !close_all_) {
+      batch->company = company;
+      batch->held_until = batch->created + limits_.max_queue_delay;
+      held_ = batch;
+    }
   }
   job->waiting_in = batch;
   batch->Add(std::move(job), own_bytes);
@@ -73,7 +82,9 @@ void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t ow
 bool BatchQueue::HasRunnable(absl::Time now, bool idle) const {
   if (!closed_.empty()) return true;
   if (open_.empty()) return false;
-  return idle || IsDue(*open_.front(), now);
+  if (!idle) return IsDue(*open_.front(), now);
+  // An idle device takes any open batch but one still held.
+  return open_.size() > 1 || !holding(now);
 }
 
 std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device,
@@ -89,6 +100,7 @@ std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device&
   taken = 0;
   for (auto it = open_.begin(); it != open_.end() && taken < kResidencyWindow; ++it, ++taken) {
     if (!idle && !IsDue(**it, now)) break;
+    if (it->get() == held_ && !HoldOver(*held_, now)) continue;
     if (accept(**it)) candidates[count++] = it->get();
   }
   if (count == 0) return nullptr;
@@ -122,12 +134,14 @@ void BatchQueue::Requeue(std::unique_ptr<Batch> batch) {
 
 void BatchQueue::CloseAll() {
   close_all_ = true;
+  held_ = nullptr;
   while (!open_.empty()) Close(open_.front().get());
 }
 
 absl::Time BatchQueue::NextDueTime() const {
   if (open_.empty()) return absl::InfiniteFuture();
-  return open_.front()->created + limits_.max_queue_delay;
+  const absl::Time due = open_.front()->created + limits_.max_queue_delay;
+  return held_ != nullptr ? std::min(due, held_->held_until) : due;
 }
 
 std::shared_ptr<Job> BatchQueue::Remove(Job* job) {
@@ -153,6 +167,7 @@ std::vector<std::shared_ptr<Job>> BatchQueue::RemoveAll() {
     list->clear();
   }
   open_by_key_.clear();
+  held_ = nullptr;
   job_count_ = 0;
   return removed;
 }

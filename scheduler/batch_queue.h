@@ -21,6 +21,14 @@
 //    an upper bound on how long a job waits for company while a device has
 //    room, never a toll in front of an idle device.
 //
+// One exception to "an idle device takes it at once": a *held* batch. Under
+// sustained load (the scheduler decides when), a job whose device says it
+// pays to run in company (Device::PreferredCompany: a row against a large
+// shared B) and that finds the queue empty is added with that company: its
+// batch waits, even for an idle device, until it has that many jobs or
+// max_queue_delay passes. At most one batch is held at a time, and only one
+// opened in an empty queue.
+//
 // Among the oldest few runnable batches a device prefers one whose registered
 // tensors are resident on it (saves an upload); batches put back after a
 // device failure run first.
@@ -62,8 +70,10 @@ class BatchQueue {
   // Adds a job whose enqueue_time is set, under `key` (its CompatibilityKey)
   // with `own_bytes` (OperationBytes less SharedOperandBytes), both computed
   // by the caller outside any lock (the key of an inline B hashes its bytes).
-  // Sets job->waiting_in.
-  void Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes);
+  // Sets job->waiting_in. When `company` > 1 and the queue is empty, the
+  // batch the job opens is held until it has `company` jobs or
+  // max_queue_delay passes.
+  void Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes, int company = 0);
 
   // Whether a device could start a batch now; `idle`: it runs none.
   bool HasRunnable(absl::Time now, bool idle) const;
@@ -80,9 +90,13 @@ class BatchQueue {
   // without waiting).
   void CloseAll();
 
-  // When the oldest open batch falls due (InfiniteFuture when none will): a
-  // busy device with room waits until then.
+  // When the oldest open batch falls due or the held batch's hold ends
+  // (InfiniteFuture when neither will): a device's worker waits until then.
   absl::Time NextDueTime() const;
+
+  // Whether a batch is held now (waiting for company; not yet runnable by an
+  // idle device).
+  bool holding(absl::Time now) const { return held_ != nullptr && !HoldOver(*held_, now); }
 
   // Removes a waiting job (cancelled); null when it is not waiting.
   std::shared_ptr<Job> Remove(Job* job);
@@ -97,6 +111,10 @@ class BatchQueue {
   using BatchList = std::list<std::unique_ptr<Batch>>;
 
   bool IsDue(const Batch& batch, absl::Time now) const;
+  // Whether a held batch's hold is over: company found, or time is up.
+  static bool HoldOver(const Batch& batch, absl::Time now) {
+    return static_cast<int>(batch.jobs.size()) >= batch.company || batch.held_until <= now;
+  }
   // Moves an open batch to the back of closed_.
   void Close(Batch* batch);
   // Unlinks a batch from its list (and open_by_key_) and returns it.
@@ -106,8 +124,9 @@ class BatchQueue {
   bool close_all_ = false;
   uint64_t next_sequence_ = 0;
   size_t job_count_ = 0;
-  BatchList open_;    // in creation order, which is age order
-  BatchList closed_;  // requeued first, then in closing order
+  BatchList open_;         // in creation order, which is age order
+  BatchList closed_;       // requeued first, then in closing order
+  Batch* held_ = nullptr;  // the open batch waiting for company, if any
   absl::flat_hash_map<CompatibilityKey, Batch*> open_by_key_;
 };
 

@@ -102,6 +102,28 @@ class Scheduler::Impl : public JobCancellationListener {
   // is left. Returns whether this call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
                          std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Accepts a batch whose every job may run on a submitting thread.
+  static auto CheapOn(const Device& device) {
+    return [&device](const Batch& candidate) {
+      for (const auto& job : candidate.jobs) {
+        if (!device.MayRunOnCallerThread(job->operation)) return false;
+      }
+      return true;
+    };
+  }
+  // The load signal: a moving average over recent arrivals of whether each
+  // found work waiting or no device idle. Under sustained load most do; at
+  // low load (one client, one call at a time) none do, so no job ever waits
+  // for company there.
+  void NoteArrivalLocked(bool found_work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    busy_arrivals_ += ((found_work ? kLoadScale : 0) - busy_arrivals_) / kLoadWindow;
+  }
+  bool UnderLoadLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return busy_arrivals_ >= kLoadScale / 2;
+  }
+  static constexpr int kLoadScale = 1 << 16;
+  static constexpr int kLoadWindow = 8;  // arrivals, roughly
+
   void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     depth_.store(static_cast<int>(queue_.job_count()), std::memory_order_relaxed);
   }
@@ -115,6 +137,9 @@ class Scheduler::Impl : public JobCancellationListener {
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
   DevicePool pool_ ABSL_GUARDED_BY(mu_);
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  // RunOnCaller loops under way: each looks at the queue again before it ends.
+  int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 
   // Written under mu_, read by ReportDepth.
@@ -169,13 +194,19 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   }
   const absl::Time now = absl::Now();
   job->enqueue_time = now;
+  Slot* idle = options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot() : nullptr;
+  NoteArrivalLocked(/*found_work=*/idle == nullptr || !queue_.empty());
+  int company = 0;
   // Nothing waits and a device is idle: a cheap job runs right here, which
-  // saves the hand-off to a worker (most of its latency at low load).
-  if (queue_.empty() && options_.injected_batch_delay <= absl::ZeroDuration()) {
-    Slot* idle = pool_.IdleSlot();
-    if (idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
+  // saves the hand-off to a worker (most of its latency at low load). Under
+  // sustained load, a job that pays to run in company waits for it instead
+  // (see BatchQueue): later arrivals run the batch.
+  if (queue_.empty() && idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
+    if (UnderLoadLocked()) company = idle->device->PreferredCompany(job->operation);
+    if (company <= 1) {
       ++idle->inflight;
       ++inflight_batches_;
+      ++caller_loops_;
       mu_.Unlock();
       auto batch = std::make_unique<Batch>(std::move(key));
       batch->Add(std::move(job), own_bytes);
@@ -186,11 +217,35 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   const bool was_empty = queue_.empty();
   const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
   job->cancellation_listener.store(this, std::memory_order_release);
-  queue_.Add(job, std::move(key), own_bytes);
+  queue_.Add(job, std::move(key), own_bytes, company);
   NoteDepthLocked();
-  // An idle device takes it. A busy one with room needs waking only when a
-  // batch just became startable for it, or a due time appeared to wait for.
-  pool_.WakeOne(was_empty || (!was_runnable_for_busy && queue_.HasRunnable(now, false)));
+  if (idle != nullptr) {
+    if (queue_.HasRunnable(now, /*idle=*/true)) {
+      // This arrival completed a held batch (or found older work): it runs
+      // the batch here when cheap, as it would have run itself.
+      std::vector<Completion> completions;
+      std::unique_ptr<Batch> batch = TakeLocked(idle, now, CheapOn(*idle->device), completions);
+      if (batch != nullptr) ++caller_loops_;
+      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+      mu_.Unlock();
+      ReportDepth();
+      Complete(completions);
+      if (batch != nullptr) RunOnCaller(idle, std::move(batch));
+      if (job->is_cancelled()) OnJobCancelled(*job);
+      return absl::OkStatus();
+    }
+    // A batch just began its hold: the idle device's worker arms its end.
+    // Later jobs joining it wake nobody.
+    if (was_empty) pool_.WakeOne(/*busy_may_take=*/true);
+  } else {
+    // A busy device with room needs waking only when a batch just became
+    // startable for it, or a due time appeared to wait for. A due time needs
+    // no worker while a submitting thread runs batches: it looks at the queue
+    // after each one and wakes a worker for what it leaves (the wake costs
+    // more than the wait saves on a machine whose cores are all busy).
+    const bool became_runnable = !was_runnable_for_busy && queue_.HasRunnable(now, false);
+    if (became_runnable || (was_empty && caller_loops_ == 0)) pool_.WakeOne(true);
+  }
   mu_.Unlock();
   ReportDepth();
   // Cancelled before the listener was set: it never saw the cancellation.
@@ -233,9 +288,11 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     const bool should_take = pool_.ShouldTake(*slot);
     if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
       if (shutting_down_ && queue_.empty() && inflight_batches_ == 0) break;
-      // A busy device with room starts the oldest open batch once it is due.
-      const absl::Time deadline =
-          should_take && !slot->idle() ? queue_.NextDueTime() : absl::InfiniteFuture();
+      // A busy device with room starts the oldest open batch once it is due;
+      // an idle one, a held batch once its hold ends.
+      const absl::Time deadline = should_take && (!slot->idle() || queue_.holding(now))
+                                      ? queue_.NextDueTime()
+                                      : absl::InfiniteFuture();
       pool_.Wait(*slot, &mu_, deadline);
       continue;
     }
@@ -330,13 +387,7 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
 }
 
 void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
-  const Device& device = *slot->device;
-  auto cheap = [&device](const Batch& candidate) {
-    for (const auto& job : candidate.jobs) {
-      if (!device.MayRunOnCallerThread(job->operation)) return false;
-    }
-    return true;
-  };
+  auto cheap = CheapOn(*slot->device);
   std::vector<Completion> completions;
   for (int batches = 1; batch != nullptr; ++batches) {
     const absl::Status failure = Run(*slot, *batch);
@@ -347,12 +398,17 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
       removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
       devices_left = pool_.healthy();
       batch = nullptr;
+      const absl::Time now = absl::Now();
       if (failure.ok() && batches < kMaxBatchesOnCaller && !shutting_down_ && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
-        batch = TakeLocked(slot, absl::Now(), cheap, completions);
+        batch = TakeLocked(slot, now, cheap, completions);
       }
-      // What is left is for the devices' workers.
-      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+      if (batch == nullptr) --caller_loops_;
+      // What is left is for the devices' workers: all of it once this thread
+      // stops, and meanwhile what a device with room may start now.
+      if (!queue_.empty() && (batch == nullptr || queue_.HasRunnable(now, /*idle=*/false))) {
+        pool_.WakeOne(/*busy_may_take=*/true);
+      }
     }
     if (removed_now && observer_ != nullptr) {
       observer_->OnDeviceRemoved(slot->device->description().name, devices_left);

@@ -73,6 +73,15 @@ class Device {
   // blocks (waits on a GPU fence) must say false.
   virtual bool MayRunOnCallerThread(const Operation& operation) const { return false; }
 
+  // How many jobs like `operation` a batch should hold before running it
+  // pays off, when most of a lone job's cost is shared by a whole batch (a
+  // matrix multiply streaming a large registered B for one row). 0 or 1:
+  // running alone costs little more per job than running in a batch. Under
+  // sustained load the scheduler lets such a job, arriving at an idle device,
+  // wait a moment (at most max_queue_delay) for that much company instead of
+  // running alone (see BatchQueue).
+  virtual int PreferredCompany(const Operation& operation) const { return 0; }
+
   // How many batches may be executing at once (overlapping uploads of one with
   // computation of another).
   virtual int max_inflight_batches() const { return 1; }

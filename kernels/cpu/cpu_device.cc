@@ -64,6 +64,27 @@ bool CpuDevice::MayRunOnCallerThread(const Operation& operation) const {
          (!matmul.b.registered_id().empty() || matmul.b.byte_size() <= kCallerThreadBytes);
 }
 
+// A B at least this large does not stay in a core's cache between batches
+// (Zen 4 and recent Intel cores have 1-2 MiB of L2, shared with gRPC's
+// buffers), so each batch streams it again; jobs of at most kFewRows rows get
+// little of that cost back from their own arithmetic.
+constexpr uint64_t kStreamedBBytes = uint64_t{256} << 10;
+constexpr uint64_t kFewRows = 4;
+// Rows a batch should gather. Streaming a B from memory costs about 7 times
+// one row's arithmetic on it whatever its size (1 MiB: ~10 us against ~1.5
+// us), so 16 rows bring the streaming below half the arithmetic. Measured
+// with 64 clients sharing a 1 MiB B (docs/benchmarks.md): 8 gathers more
+// batches than needed, and each held batch costs a worker wake-up.
+constexpr int kCompanyForStreamedB = 16;
+
+int CpuDevice::PreferredCompany(const Operation& operation) const {
+  const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation);
+  if (matmul == nullptr) return 0;
+  const uint64_t rows = uint64_t{matmul->batch} * matmul->channel * matmul->m;
+  const uint64_t b_bytes = uint64_t{matmul->k} * matmul->n;
+  return rows <= kFewRows && b_bytes >= kStreamedBBytes ? kCompanyForStreamedB : 0;
+}
+
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
   std::vector<const QuantizedMatMulOperation*> matmuls;
   std::vector<Tensor*> matmul_outputs;

@@ -899,6 +899,125 @@ TEST_F(SchedulerTest, JobsQueuedBehindACallerRunFuseOnThatThread) {
   EXPECT_THAT(devices_[0]->threads(), ElementsAre(caller, caller));
 }
 
+// --- Waiting for company (Device::PreferredCompany) under sustained load ---
+
+class CompanyTest : public SchedulerTest {
+ protected:
+  // One device whose jobs run on the submitting thread and prefer `company`.
+  void StartWithCompany(int company, absl::Duration delay = absl::Hours(1)) {
+    Start(Options(64, delay));
+    devices_[0]->RunOnCallerThread(true);
+    devices_[0]->PreferCompany(company);
+  }
+
+  // Sustained load, as the scheduler sees it: most recent arrivals found the
+  // device busy. Returns once all of that work is done and the device idle.
+  void MakeLoad() {
+    devices_[0]->Hold();
+    std::shared_ptr<Submitted> blocker;
+    std::thread submitter([&] { blocker = Submit(ScanOf(DataType::kInt32, {1}, -1)); });
+    devices_[0]->AwaitEntered(1);
+    std::vector<std::shared_ptr<Submitted>> queued;
+    for (int i = 0; i < 12; ++i) queued.push_back(Submit(ScanOf(DataType::kInt32, {1}, -1)));
+    devices_[0]->Release();
+    submitter.join();
+    for (auto& job : queued) ASSERT_TRUE(job->Await());
+    ran_before_ = devices_[0]->executed().size();
+  }
+
+  // The batches run since MakeLoad.
+  std::vector<std::vector<float>> NewBatches() const {
+    std::vector<std::vector<Operation>> executed = devices_[0]->executed();
+    executed.erase(executed.begin(), executed.begin() + ran_before_);
+    return Tags(executed);
+  }
+
+  size_t ran_before_ = 0;
+};
+
+TEST_F(CompanyTest, AtLowLoadAJobThatPrefersCompanyRunsAtOnce) {
+  StartWithCompany(3);
+  auto job = Submit(ScanOf(kF32, {2}, 1));
+  // Nothing else arrives at this server: waiting would only add latency.
+  EXPECT_TRUE(job->finished.HasBeenNotified());
+  ExpectCorrectScan(*job);
+}
+
+TEST_F(CompanyTest, UnderLoadAJobArrivingAtAnIdleDeviceWaitsForCompany) {
+  StartWithCompany(3);
+  MakeLoad();
+  auto first = Submit(ScanOf(kF32, {2}, 1));
+  auto second = Submit(ScanOf(kF32, {2}, 2));
+  EXPECT_FALSE(first->finished.HasBeenNotified());
+  EXPECT_FALSE(second->finished.HasBeenNotified());
+  // The third completes the company: its thread runs the batch at once.
+  auto third = Submit(ScanOf(kF32, {2}, 3));
+  EXPECT_TRUE(first->finished.HasBeenNotified());
+  EXPECT_TRUE(third->finished.HasBeenNotified());
+  ExpectCorrectScan(*first);
+  ExpectCorrectScan(*second);
+  ExpectCorrectScan(*third);
+  EXPECT_THAT(NewBatches(), ElementsAre(ElementsAre(1, 2, 3)));
+  EXPECT_EQ(devices_[0]->threads().back(), std::this_thread::get_id());
+  EXPECT_EQ(first->result.info.batch_size, 3u);
+}
+
+TEST_F(CompanyTest, AHeldJobRunsWhenMaxQueueDelayPassesWithoutCompany) {
+  const absl::Duration delay = absl::Milliseconds(30);
+  StartWithCompany(3, delay);
+  MakeLoad();
+  const absl::Time start = absl::Now();
+  auto job = Submit(ScanOf(kF32, {2}, 1));
+  EXPECT_FALSE(job->finished.HasBeenNotified());
+  ASSERT_TRUE(job->Await());
+  // Not before the delay (the bound on any wait for company), and on the
+  // device's worker, since no later arrival came to run it.
+  EXPECT_GE(absl::Now() - start, delay);
+  ExpectCorrectScan(*job);
+  EXPECT_THAT(NewBatches(), ElementsAre(ElementsAre(1)));
+  EXPECT_NE(devices_[0]->threads().back(), std::this_thread::get_id());
+}
+
+TEST_F(CompanyTest, OtherWorkDoesNotWaitBehindAHeldBatch) {
+  StartWithCompany(3);
+  MakeLoad();
+  auto held = Submit(ScanOf(kF32, {2}, 1));
+  EXPECT_FALSE(held->finished.HasBeenNotified());
+  // Another key cannot join the held batch: an idle device takes it now.
+  auto other = Submit(ScanOf(DataType::kInt32, {2}, 7));
+  EXPECT_TRUE(other->finished.HasBeenNotified());
+  EXPECT_FALSE(held->finished.HasBeenNotified());
+  auto second = Submit(ScanOf(kF32, {2}, 2));
+  auto third = Submit(ScanOf(kF32, {2}, 3));
+  ASSERT_TRUE(held->Await());
+  ASSERT_TRUE(third->Await());
+  EXPECT_THAT(NewBatches(), ElementsAre(ElementsAre(7), ElementsAre(1, 2, 3)));
+}
+
+TEST_F(CompanyTest, ACancelledHeldJobCompletesAtOnce) {
+  StartWithCompany(3);
+  MakeLoad();
+  auto held = Submit(ScanOf(kF32, {2}, 1));
+  held->job->Cancel();
+  ASSERT_TRUE(held->Await());
+  EXPECT_EQ(held->result.status.code(), absl::StatusCode::kCancelled);
+  // Nothing is left waiting: the next job starts a fresh hold.
+  auto next = Submit(ScanOf(kF32, {2}, 2));
+  auto second = Submit(ScanOf(kF32, {2}, 3));
+  auto third = Submit(ScanOf(kF32, {2}, 4));
+  EXPECT_TRUE(next->finished.HasBeenNotified());
+  EXPECT_THAT(NewBatches(), ElementsAre(ElementsAre(2, 3, 4)));
+}
+
+TEST_F(CompanyTest, ShutdownRunsAHeldJob) {
+  StartWithCompany(3);
+  MakeLoad();
+  auto held = Submit(ScanOf(kF32, {2}, 1));
+  scheduler_->Shutdown();
+  ASSERT_TRUE(held->finished.HasBeenNotified());
+  ExpectCorrectScan(*held);
+}
+
 TEST_F(SchedulerTest, ConcurrentSubmitsAndCancelsCompleteEveryJobOnce) {
   // Submitters race each other, the devices' workers and cancellations; every
   // job completes exactly once, with its own answer or CANCELLED.

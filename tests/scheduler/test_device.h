@@ -44,6 +44,10 @@ class TestDevice : public Device {
     absl::MutexLock lock(&mu_);
     return run_on_caller_thread_;
   }
+  int PreferredCompany(const Operation&) const override {
+    absl::MutexLock lock(&mu_);
+    return preferred_company_;
+  }
 
   absl::Status Execute(absl::Span<WorkItem> items) override {
     std::vector<Operation> batch;
@@ -105,6 +109,12 @@ class TestDevice : public Device {
     run_on_caller_thread_ = yes;
   }
 
+  // What PreferredCompany says (for every operation).
+  void PreferCompany(int jobs) {
+    absl::MutexLock lock(&mu_);
+    preferred_company_ = jobs;
+  }
+
   // Batches entering Execute wait until Release().
   void Hold() {
     absl::MutexLock lock(&mu_);
@@ -159,6 +169,7 @@ class TestDevice : public Device {
   int recover_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   bool run_on_caller_thread_ ABSL_GUARDED_BY(mu_) = false;
+  int preferred_company_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
