@@ -44,7 +44,9 @@ ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_byte
           "such as a matrix multiply's B, count once and not towards it.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 200,
           "The longest a forming batch waits for more requests while a device with room is busy, "
-          "in microseconds. An idle device starts the oldest batch at once, whatever this is.");
+          "in microseconds. An idle device starts the oldest batch at once, except under "
+          "sustained load for jobs that cost nearly as much alone as in a batch (a few rows "
+          "against a large shared B), which wait up to this long for company.");
 ABSL_FLAG(int, max_batch_attempts, dmlserve::SchedulerOptions().max_attempts,
           "Devices a batch may fail on (each failure takes that device out of rotation) before "
           "its requests fail UNAVAILABLE instead of moving to the next device.");
