@@ -29,6 +29,19 @@ struct Completion {
   absl::Status status;
 };
 
+// A computed job's answer, delivered once its device is free again.
+struct Answer {
+  absl::AnyInvocable<void(JobResult)> done;
+  JobResult result;
+};
+
+void Deliver(std::vector<Answer>& answers) {
+  for (Answer& answer : answers) {
+    if (answer.done) answer.done(std::move(answer.result));
+  }
+  answers.clear();
+}
+
 void Complete(std::vector<Completion>& completions) {
   for (Completion& completion : completions) {
     JobResult result;
@@ -94,9 +107,16 @@ class Scheduler::Impl : public JobCancellationListener {
                                     absl::FunctionRef<bool(const Batch&)> accept,
                                     std::vector<Completion>& completions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs a batch outside the lock and completes its jobs. A non-OK result is
-  // the device's own failure: then no job was completed.
-  absl::Status Run(const Slot& slot, Batch& batch);
+  // Runs a batch outside the lock and collects its jobs' answers into
+  // `answers`, for the caller to deliver once it has given the device back
+  // (FinishBatchLocked): sending a batch's responses takes longer than
+  // computing it, and meanwhile the device can run the next batch on another
+  // thread. A non-OK result is the device's own failure: then no job was
+  // answered.
+  absl::Status Run(const Slot& slot, Batch& batch, std::vector<Answer>& answers);
+  // Delivers `answers` of a batch that ran (FinishBatchLocked counted them in
+  // delivering_), outside the lock.
+  void DeliverAnswers(std::vector<Answer>& answers);
   // Accounts for a batch that left `slot` (ran, or failed with `failure`):
   // requeues the batch of a failed device, or fails its jobs when no device
   // is left. Returns whether this call took the device out.
@@ -139,7 +159,10 @@ class Scheduler::Impl : public JobCancellationListener {
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
   int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
   // RunOnCaller loops under way: each looks at the queue again before it ends.
-  int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
+  int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;
+  // Runs whose answers are not yet delivered (Run to DeliverAnswers):
+  // shutdown waits for them too.
+  int delivering_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 
   // Written under mu_, read by ReportDepth.
@@ -287,7 +310,7 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     const absl::Time now = absl::Now();
     const bool should_take = pool_.ShouldTake(*slot);
     if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
-      if (shutting_down_ && queue_.empty() && inflight_batches_ == 0) break;
+      if (shutting_down_ && queue_.empty() && inflight_batches_ == 0 && delivering_ == 0) break;
       // A busy device with room starts the oldest open batch once it is due;
       // an idle one, a held batch once its hold ends.
       const absl::Time deadline = should_take && (!slot->idle() || queue_.holding(now))
@@ -306,7 +329,8 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     ReportDepth();
     Complete(completions);
     if (batch != nullptr) {
-      absl::Status failure = Run(*slot, *batch);
+      std::vector<Answer> answers;
+      absl::Status failure = Run(*slot, *batch, answers);
       mu_.Lock();
       const bool removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
       const int devices_left = pool_.healthy();
@@ -316,6 +340,7 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
       }
       if (!failure.ok()) ReportDepth();
       Complete(completions);
+      if (failure.ok()) DeliverAnswers(answers);
     }
     mu_.Lock();
   }
@@ -389,15 +414,26 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
 void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
   auto cheap = CheapOn(*slot->device);
   std::vector<Completion> completions;
+  std::vector<Answer> answers;
   for (int batches = 1; batch != nullptr; ++batches) {
-    const absl::Status failure = Run(*slot, *batch);
+    const absl::Status failure = Run(*slot, *batch, answers);
     bool removed_now;
     int devices_left;
     {
       absl::MutexLock lock(&mu_);
       removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
       devices_left = pool_.healthy();
-      batch = nullptr;
+    }
+    if (removed_now && observer_ != nullptr) {
+      observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
+    }
+    ReportDepth();
+    Complete(completions);
+    // The device is free while this thread sends the answers: a batch that
+    // forms meanwhile runs on the thread whose arrival completes it.
+    if (failure.ok()) DeliverAnswers(answers);
+    {
+      absl::MutexLock lock(&mu_);
       const absl::Time now = absl::Now();
       if (failure.ok() && batches < kMaxBatchesOnCaller && !shutting_down_ && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
@@ -410,12 +446,16 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
         pool_.WakeOne(/*busy_may_take=*/true);
       }
     }
-    if (removed_now && observer_ != nullptr) {
-      observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
-    }
     ReportDepth();
     Complete(completions);
   }
+}
+
+void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
+  Deliver(answers);
+  absl::MutexLock lock(&mu_);
+  --delivering_;
+  if (shutting_down_ && delivering_ == 0) pool_.WakeAll();
 }
 
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
@@ -424,7 +464,10 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
   --inflight_batches_;
   --slot->inflight;
   if (shutting_down_ && inflight_batches_ == 0) pool_.WakeAll();
-  if (failure.ok()) return false;
+  if (failure.ok()) {
+    ++delivering_;  // its answers are on their way (DeliverAnswers)
+    return false;
+  }
   const bool removed_now = pool_.MarkFailed(*slot, failure);
   if (pool_.healthy() > 0) {
     // Jobs whose batch failed on max_attempts devices fail themselves: a
@@ -460,7 +503,7 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
   return removed_now;
 }
 
-absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
+absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch, std::vector<Answer>& answers) {
   if (options_.injected_batch_delay > absl::ZeroDuration()) {
     absl::SleepFor(options_.injected_batch_delay);
   }
@@ -508,8 +551,7 @@ absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch) {
     result.info.batch_size = static_cast<uint32_t>(size);
     result.info.queue_duration = start - job.enqueue_time;
     result.info.compute_duration = compute;
-    auto done = std::move(job.done);
-    if (done) done(std::move(result));
+    answers.push_back({std::move(job.done), std::move(result)});
   }
   return absl::OkStatus();
 }

@@ -899,6 +899,34 @@ TEST_F(SchedulerTest, JobsQueuedBehindACallerRunFuseOnThatThread) {
   EXPECT_THAT(devices_[0]->threads(), ElementsAre(caller, caller));
 }
 
+TEST_F(SchedulerTest, AnswersAreDeliveredOnceTheDeviceIsFree) {
+  // Sending a batch's responses takes longer than computing it; meanwhile the
+  // device takes the next batch, here on the thread of a job that arrives
+  // while the first job's answer is being delivered.
+  Start(Options());
+  devices_[0]->RunOnCallerThread(true);
+  std::shared_ptr<Submitted> first = NewJob(ScanOf(kF32, {2}, 1));
+  std::shared_ptr<Submitted> second;
+  bool second_ran_at_once = false;
+  std::thread::id second_thread;
+  auto deliver_first = std::move(first->job->done);
+  first->job->done = [&, deliver_first = std::move(deliver_first)](JobResult result) mutable {
+    std::thread arrival([&] {
+      second_thread = std::this_thread::get_id();
+      second = Submit(ScanOf(kF32, {2}, 2));
+      second_ran_at_once = second->finished.HasBeenNotified();
+    });
+    arrival.join();
+    deliver_first(std::move(result));
+  };
+  ASSERT_TRUE(scheduler_->Submit(first->job).ok());
+  ASSERT_TRUE(first->finished.HasBeenNotified());
+  EXPECT_TRUE(second_ran_at_once);
+  ExpectCorrectScan(*first);
+  ExpectCorrectScan(*second);
+  EXPECT_THAT(devices_[0]->threads(), ElementsAre(std::this_thread::get_id(), second_thread));
+}
+
 // --- Waiting for company (Device::PreferredCompany) under sustained load ---
 
 class CompanyTest : public SchedulerTest {
