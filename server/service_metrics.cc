@@ -57,6 +57,11 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* registry, absl::string_view ve
                                   : std::nullopt);
     request_duration_[slot] = &request_duration.WithLabels({label});
     request_bytes_[slot] = &request_bytes.WithLabels({label});
+    // (A request without an operator is never answered OK.)
+    requests_ok_[slot] = slot < kOperatorKindCount
+                             ? &requests_total_->WithLabels(
+                                   {label, std::string(StatusCodeName(absl::StatusCode::kOk))})
+                             : nullptr;
     // Requests without an operator never reach the scheduler.
     queue_duration_[slot] =
         slot < kOperatorKindCount ? &queue_duration.WithLabels({label}) : nullptr;
@@ -119,7 +124,12 @@ void ServiceMetrics::RequestStarted(std::optional<OperatorKind> kind, size_t byt
 
 void ServiceMetrics::RequestFinished(std::optional<OperatorKind> kind, absl::StatusCode code,
                                      absl::Duration duration) {
-  requests_total_->WithLabels({OperatorLabel(kind), std::string(StatusCodeName(code))}).Increment();
+  if (metrics::Counter* ok = requests_ok_[Slot(kind)]; code == absl::StatusCode::kOk && ok) {
+    ok->Increment();
+  } else {
+    requests_total_->WithLabels({OperatorLabel(kind), std::string(StatusCodeName(code))})
+        .Increment();
+  }
   request_duration_[Slot(kind)]->Observe(absl::ToDoubleSeconds(duration));
   inflight_requests_->Decrement();
 }

@@ -63,6 +63,9 @@ class ServiceMetrics final : public SchedulerObserver {
   PerOperator<metrics::Histogram> queue_duration_;
   PerOperator<metrics::Histogram> batch_size_;
   PerOperator<metrics::Counter> request_bytes_;
+  // requests_total{code="OK"} per operator: most answers, counted without a
+  // label lookup (other codes go through requests_total_).
+  PerOperator<metrics::Counter> requests_ok_;
   metrics::Gauge* queue_depth_;
   metrics::Gauge* inflight_requests_;
 };

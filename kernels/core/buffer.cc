@@ -6,7 +6,7 @@
 namespace dmlserve {
 
 std::shared_ptr<Buffer> Buffer::Uninitialized(size_t size) {
-  std::shared_ptr<Buffer> buffer(new Buffer());
+  auto buffer = std::make_shared<Buffer>(PrivateKey());
   buffer->block_ = BufferPool::Get().Acquire(size);
   buffer->data_ = static_cast<char*>(buffer->block_.data);
   buffer->size_ = size;
@@ -26,7 +26,7 @@ std::shared_ptr<Buffer> Buffer::Copy(absl::string_view bytes) {
 }
 
 std::shared_ptr<Buffer> Buffer::Adopt(std::string bytes) {
-  std::shared_ptr<Buffer> buffer(new Buffer());
+  auto buffer = std::make_shared<Buffer>(PrivateKey());
   buffer->string_ = std::move(bytes);
   buffer->adopted_ = true;
   buffer->data_ = buffer->string_.data();

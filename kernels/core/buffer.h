@@ -32,6 +32,10 @@
 namespace dmlserve {
 
 class Buffer {
+  struct PrivateKey {
+    explicit PrivateKey() = default;
+  };
+
  public:
   static constexpr size_t kAlignment = BufferPool::kBlockAlignment;
 
@@ -43,6 +47,11 @@ class Buffer {
   static std::shared_ptr<Buffer> Copy(absl::string_view bytes);
   // Takes `bytes` over without copying them.
   static std::shared_ptr<Buffer> Adopt(std::string bytes);
+
+  // Only the factories above can call it (PrivateKey is private); public so
+  // that std::make_shared allocates the buffer and its reference count at
+  // once.
+  explicit Buffer(PrivateKey) {}
 
   ~Buffer();
   Buffer(const Buffer&) = delete;
@@ -62,8 +71,6 @@ class Buffer {
   std::string ReleaseString();
 
  private:
-  Buffer() = default;
-
   char* data_ = nullptr;
   size_t size_ = 0;
   bool adopted_ = false;
