@@ -25,6 +25,7 @@
 #include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/host_port.h"
+#include "server/kserve_service.h"
 #include "server/memory_budget.h"
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/text_registry.h"
@@ -159,6 +160,7 @@ int Run(TerminationSignal& termination) {
             {{}, static_cast<double>(budget.used())}};
       });
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
+  KServeService kserve(&scheduler, service.executor(), &gate, DMLSERVE_VERSION);
 
   grpc::EnableDefaultHealthCheckService(true);
   if (config->reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -166,6 +168,7 @@ int Run(TerminationSignal& termination) {
   int grpc_port = 0;
   builder.AddListeningPort(config->listen, ListenerCredentials(*config), &grpc_port);
   builder.RegisterService(&service);
+  builder.RegisterService(&kserve);
   ConfigureGrpc(*config, builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || grpc_port == 0) {

@@ -58,6 +58,10 @@ class OperatorService final : public RawOperatorService {
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
 
+  // The request path of Execute and ExecuteStream, for other protocols'
+  // services to share (kserve_service.h): one set of limits and metrics.
+  RequestExecutor* executor() { return &executor_; }
+
  private:
   Scheduler* scheduler_;
   TensorRegistry* tensors_;
