@@ -4,9 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "tests/server/server_fixture.h"
 
@@ -14,6 +22,7 @@ namespace dmlserve::testing {
 namespace {
 
 using ::testing::Contains;
+using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAreArray;
 
 class ServerInfoTest : public ServerTest {
@@ -141,6 +150,87 @@ TEST_F(ServerInfoTest, ReflectionListsServicesAndDescribesTheApi) {
   EXPECT_THAT(files, Contains("dmlserve/v1/dmlserve.proto"));
   ASSERT_TRUE(stream->WritesDone());
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// What grpcurl does with --reflection, in-process: no generated code for the
+// KServe protocol; its descriptors come from the server's reflection, the
+// request is JSON, the call goes through a generic stub.
+TEST_F(ServerInfoTest, AReflectionOnlyClientRunsKServeModelInferFromJson) {
+  namespace reflection = grpc::reflection::v1alpha;
+  auto stub = reflection::ServerReflection::NewStub(channel_);
+  auto context = MakeContext();
+  auto stream = stub->ServerReflectionInfo(context.get());
+  reflection::ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  reflection::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<std::string> services;
+  for (const auto& service : response.list_services_response().service()) {
+    services.push_back(service.name());
+  }
+  ASSERT_THAT(services, Contains("inference.GRPCInferenceService"));
+
+  reflection::ServerReflectionRequest symbol;
+  symbol.set_file_containing_symbol("inference.GRPCInferenceService");
+  ASSERT_TRUE(stream->Write(symbol));
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_TRUE(response.has_file_descriptor_response()) << response.DebugString();
+  google::protobuf::DescriptorPool pool;
+  for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(bytes));
+    ASSERT_NE(pool.BuildFile(file), nullptr) << file.name();
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_TRUE(stream->Finish().ok());
+
+  const google::protobuf::ServiceDescriptor* service =
+      pool.FindServiceByName("inference.GRPCInferenceService");
+  ASSERT_NE(service, nullptr);
+  const google::protobuf::MethodDescriptor* method = service->FindMethodByName("ModelInfer");
+  ASSERT_NE(method, nullptr);
+  google::protobuf::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<google::protobuf::Message> request(
+      factory.GetPrototype(method->input_type())->New());
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  R"({"model_name": "cumulative_summation", "id": "from-json",
+                      "parameters": {"exclusive": {"bool_param": true}},
+                      "inputs": [{"name": "input", "datatype": "INT32", "shape": [4],
+                                  "contents": {"int_contents": [1, 2, 3, 4]}}]})",
+                  request.get())
+                  .ok());
+  grpc::GenericStub generic(channel_);
+  std::string request_bytes;
+  ASSERT_TRUE(request->SerializeToString(&request_bytes));
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request_buffer(&slice, 1), response_buffer;
+  auto call_context = MakeContext();
+  absl::Notification done;
+  grpc::Status status;
+  generic.UnaryCall(call_context.get(), "/inference.GRPCInferenceService/ModelInfer",
+                    grpc::StubOptions(), &request_buffer, &response_buffer, [&](grpc::Status s) {
+                      status = std::move(s);
+                      done.Notify();
+                    });
+  done.WaitForNotification();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response_buffer.Dump(&slices).ok());
+  std::string response_bytes;
+  for (const grpc::Slice& s : slices) response_bytes.append(s.begin(), s.end());
+  std::unique_ptr<google::protobuf::Message> answer(
+      factory.GetPrototype(method->output_type())->New());
+  ASSERT_TRUE(answer->ParseFromString(response_bytes));
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(*answer, &json).ok());
+  // The exclusive sum of 1, 2, 3, 4 as raw INT32 (base64 in JSON): 0, 1, 3, 6.
+  const std::string expected_bytes("\0\0\0\0\1\0\0\0\3\0\0\0\6\0\0\0", 16);
+  std::string expected_base64;
+  absl::Base64Escape(expected_bytes, &expected_base64);
+  EXPECT_THAT(json, HasSubstr("\"id\":\"from-json\""));
+  EXPECT_THAT(json, HasSubstr("\"datatype\":\"INT32\""));
+  EXPECT_THAT(json, HasSubstr(absl::StrCat("\"rawOutputContents\":[\"", expected_base64, "\"]")));
 }
 
 TEST_F(ServerInfoTest, MetricsEndpointServesTheServiceMetrics) {
