@@ -50,6 +50,25 @@ TEST(StartupTest, AutoServesOnTheCpuWhenOnlySoftwareAdaptersExist) {
   EXPECT_THAT(output, Not(HasSubstr("device d3d12:0")));
 }
 
+// docs/api.md: the default build serves --backend=d3d12 (lavapipe where
+// there is no GPU); only a build configured without the backend refuses it.
+TEST(StartupTest, D3D12BackendServesUnlessTheBuildLeftItOut) {
+  if (!BuiltWithD3D12()) {
+    const ServerProcess::Exit exit = RunServer({"--backend=d3d12"});
+    EXPECT_NE(exit.exit_code, 0);
+    EXPECT_THAT(exit.output, HasSubstr("UNIMPLEMENTED"));
+    EXPECT_THAT(exit.output, HasSubstr("this build has no D3D12 backend"));
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start(ServerBinary(), {"--backend=d3d12", "--cpu_fallback=false"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Output(), HasSubstr("dmlserve: device d3d12:0"));
+  absl::StatusOr<int> stopped = (*server)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 0);
+}
+
 TEST(StartupTest, UnknownBackendIsRejected) {
   const ServerProcess::Exit exit = RunServer({"--backend=tpu"});
   EXPECT_NE(exit.exit_code, 0);
