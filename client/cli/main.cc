@@ -11,7 +11,9 @@
 #include "client/cli/commands.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "dmlserve gRPC address (host:port)");
-ABSL_FLAG(int64_t, deadline_ms, 0, "Per-call deadline in milliseconds; 0 means none");
+// A call never waits forever on a server that stopped answering; large
+// requests on a slow device may need more (0: no deadline).
+ABSL_FLAG(int64_t, deadline_ms, 30000, "Per-call deadline in milliseconds (0: none)");
 ABSL_FLAG(std::string, tls_ca_file, "",
           "Connect over TLS, trusting the CA certificates in this PEM file (a server started with "
           "--tls_cert_file)");
@@ -79,7 +81,8 @@ int main(int argc, char** argv) {
       "  release   --id NAME\n"
       "  info      server version, devices, limits, operators\n"
       "  health    prints SERVING or NOT_SERVING (exit code 0 only when SERVING)\n"
-      "Common: --server host:port, --deadline_ms N, --pretty; over TLS --tls_ca_file\n"
+      "Common: --server host:port, --deadline_ms N (default 30000; 0: none), --pretty;\n"
+      "over TLS --tls_ca_file\n"
       "(and --tls_cert_file, --tls_key_file for mutual TLS).\n"
       "Exit codes: 0 ok; 2 bad request (INVALID_ARGUMENT, OUT_OF_RANGE, NOT_FOUND,\n"
       "ALREADY_EXISTS, FAILED_PRECONDITION); 3 run --check mismatch; 1 any other error.");

@@ -2,7 +2,9 @@
 // JSON request files, conformance cases, and errors with their exit codes.
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "tests/client/run_process.h"
 #include "tests/client/scan_reference.h"
 #include "tests/client/shared_server.h"
+#include "tests/server/server_process.h"
 
 namespace dmlserve::client {
 namespace {
@@ -206,6 +209,24 @@ TEST_F(CliTest, UnreachableServerExitsOne) {
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->exit_code, 1);
   EXPECT_THAT(result->err, HasSubstr("UNAVAILABLE"));
+}
+
+// Without --deadline_ms a call still ends: against a server whose batches
+// wait 35 s (fault injection), the CLI's 30 s default deadline expires.
+TEST(CliDeadlineTest, CallsHaveADefaultDeadline) {
+  // The deadline is the CLI's own: once, on the default backend, is enough.
+  if (std::getenv("DMLSERVE_SERVER_ARGS") != nullptr) GTEST_SKIP() << "covered without them";
+  setenv("DMLSERVE_INJECT_BATCH_DELAY_US", "35000000", 1);
+  absl::StatusOr<std::unique_ptr<dmlserve::testing::ServerProcess>> server =
+      dmlserve::testing::ServerProcess::Start(DMLSERVE_BINARY, {"--shutdown_timeout=1s"});
+  unsetenv("DMLSERVE_INJECT_BATCH_DELAY_US");
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<ProcessResult> result =
+      testing::RunProcess({DMLSERVE_CLI, "--server", (*server)->grpc_address(), "cumsum", "--sizes",
+                           "3", "--values", "1,2,3"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->exit_code, 1);
+  EXPECT_THAT(result->err, HasSubstr("DEADLINE_EXCEEDED"));
 }
 
 TEST_F(CliTest, RegisteredWeightsThroughQmatmul) {
