@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Configures and builds dmlserve in build/ (Release, Ninja, ccache). Extra
 # arguments are CMake options, e.g. scripts/build.sh -DDMLSERVE_WITH_D3D12=OFF
+# DMLSERVE_BUILD_TARGETS="dmlserve dmlserve-cli" builds only those (and what
+# they need) instead of everything, tests and benchmarks included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${DMLSERVE_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+read -r -a targets <<<"${DMLSERVE_BUILD_TARGETS:-}"
+if ((${#targets[@]} > 0)); then
+  cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+else
+  cmake --build "$build_dir" -j "$(nproc)"
+fi
