@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""`cmake --install` dmlserve into a scratch prefix, then build the shipped C++ example as a
+separate project with find_package(dmlserve) from that prefix, and run it against a real
+server: what a user of the installed client library does.
+
+Usage: check_installed_package.py BUILD_DIR CONSUMER_SOURCE_DIR DMLSERVE_BINARY
+"""
+
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from server_process import ServerProcess  # noqa: E402
+
+
+def main():
+    build, consumer, binary = sys.argv[1:4]
+    with tempfile.TemporaryDirectory() as scratch:
+        prefix = pathlib.Path(scratch, "prefix")
+        subprocess.run(["cmake", "--install", build, "--prefix", str(prefix)], check=True,
+                       stdout=subprocess.DEVNULL)
+        example = prefix / "share/doc/dmlserve/examples/client_example.cc"
+        consumer_build = pathlib.Path(scratch, "consumer")
+        subprocess.run(["cmake", "-S", consumer, "-B", str(consumer_build), "-G", "Ninja",
+                        f"-DCMAKE_PREFIX_PATH={prefix}", f"-DDMLSERVE_EXAMPLE_SOURCE={example}",
+                        "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", str(consumer_build)], check=True,
+                       stdout=subprocess.DEVNULL)
+        with ServerProcess(binary) as server:
+            run = subprocess.run([str(consumer_build / "client_example"), server.grpc_address],
+                                 capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            sys.exit(f"the example built against the installed package failed:\n"
+                     f"{run.stdout}\n{run.stderr}")
+    print("built with find_package(dmlserve) from an installed prefix; the example ran")
+
+
+if __name__ == "__main__":
+    main()
