@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev libcivetweb-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3-grpcio python3-protobuf python3-numpy prometheus
+  # pip install ./client/python, tested offline in a fresh venv
+  python3-venv python3-setuptools python3-wheel
   # Certificates for the TLS tests
   openssl
   # D3D12 through vkd3d on Vulkan (lavapipe when there is no GPU)

@@ -13,7 +13,7 @@ import tempfile
 from google.protobuf import descriptor_pb2
 
 WANTED = ("go_package", "csharp_namespace", "java_package", "objc_class_prefix",
-          "php_namespace", "ruby_package")
+          "php_namespace")
 
 
 def main():

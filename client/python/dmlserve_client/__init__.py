@@ -1,7 +1,7 @@
 """Python client for dmlserve (DirectML-semantics tensor operators over gRPC).
 
-Needs the generated stubs on sys.path: `dmlserve.v1` (target dmlserve_proto_python) and
-`grpc_health.v1` (target dmlserve_client_python_stubs, or PyPI's grpcio-health-checking).
+Installed with `pip install ./client/python` it carries its own generated stubs; used from
+this repository's tree it takes the build's (see dmlserve_client/_stubs.py).
 """
 
 from dmlserve_client.client import Client

@@ -1,22 +1,33 @@
 """A small synchronous client for dmlserve over gRPC."""
 
+from __future__ import annotations
+
+from typing import Iterable, Iterator, List, Optional, Union
+
 import grpc
 import numpy as np
+import numpy.typing as npt
 
-from dmlserve.v1 import dmlserve_pb2
-from dmlserve.v1 import dmlserve_pb2_grpc
-from grpc_health.v1 import health_pb2
-from grpc_health.v1 import health_pb2_grpc
+from dmlserve_client._stubs import dmlserve_pb2
+from dmlserve_client._stubs import dmlserve_pb2_grpc
+from dmlserve_client._stubs import health_pb2
+from dmlserve_client._stubs import health_pb2_grpc
 
 from dmlserve_client.tensors import as_tensor
 from dmlserve_client.tensors import numpy_dtype
 from dmlserve_client.tensors import numpy_from_tensor
 
+# An operand: a numpy array (or anything numpy.asarray takes), or a Tensor message such as
+# tensor_ref(id). A scale may also be a plain float (per tensor).
+TensorLike = Union[npt.ArrayLike, "dmlserve_pb2.Tensor"]
+ScaleLike = Union[float, npt.ArrayLike, "dmlserve_pb2.Tensor"]
+DataTypeLike = Union[str, int, None]
+
 
 class DmlserveError(Exception):
     """A failed call or stream item: `code` is a grpc.StatusCode, `message` the server's text."""
 
-    def __init__(self, code, message, request_id=""):
+    def __init__(self, code: grpc.StatusCode, message: str, request_id: str = "") -> None:
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
@@ -51,7 +62,8 @@ def _zero_point(value, data_type):
     return as_tensor(array.reshape(1, 1, 1, 1) if array.ndim == 0 else array)
 
 
-def tls_credentials(ca_file=None, cert_file=None, key_file=None):
+def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                    key_file: Optional[str] = None) -> grpc.ChannelCredentials:
     """Credentials for a server started with --tls_cert_file: `ca_file` holds the CA
     certificates (PEM) that signed the server's certificate (None: the system's roots);
     `cert_file` and `key_file` are this client's certificate and key, for a server started
@@ -77,7 +89,8 @@ class Client:
     (grpc.ChannelCredentials, e.g. from tls_credentials) connect over TLS; None is plaintext.
     """
 
-    def __init__(self, address, timeout=None, credentials=None):
+    def __init__(self, address: str, timeout: Optional[float] = None,
+                 credentials: Optional[grpc.ChannelCredentials] = None) -> None:
         options = [("grpc.max_receive_message_length", -1),
                    ("grpc.max_send_message_length", -1)]
         if credentials is None:
@@ -88,13 +101,13 @@ class Client:
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
 
-    def close(self):
+    def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _call(self, method, request, timeout):
@@ -105,11 +118,14 @@ class Client:
 
     # Raw requests.
 
-    def execute(self, request, timeout=None):
+    def execute(self, request: "dmlserve_pb2.ExecuteRequest",
+                timeout: Optional[float] = None) -> "dmlserve_pb2.ExecuteResponse":
         """Execute an ExecuteRequest; returns the ExecuteResponse."""
         return self._call(self._stub.Execute, request, timeout)
 
-    def execute_stream(self, requests, timeout=None):
+    def execute_stream(self, requests: Iterable["dmlserve_pb2.ExecuteRequest"],
+                       timeout: Optional[float] = None
+                       ) -> Iterator["dmlserve_pb2.ExecuteResponse"]:
         """Yields responses in completion order (match them by request_id).
 
         A failed item is a response whose `status.code` is not 0; a failed stream
@@ -122,7 +138,9 @@ class Client:
         except grpc.RpcError as error:
             raise _error_from_rpc(error) from None
 
-    def stream(self, requests, timeout=None):
+    def stream(self, requests: Iterable["dmlserve_pb2.ExecuteRequest"],
+               timeout: Optional[float] = None
+               ) -> List[Union["dmlserve_pb2.ExecuteResponse", DmlserveError]]:
         """Sends all `requests` on one stream; returns, in request order, each
         ExecuteResponse or the item's DmlserveError. Missing request_ids are filled in."""
         requests = list(requests)
@@ -156,7 +174,9 @@ class Client:
     # the result is the output as a numpy array.
 
     @staticmethod
-    def cumsum_request(input, axis=0, reverse=False, exclusive=False, request_id=""):
+    def cumsum_request(input: TensorLike, axis: int = 0, reverse: bool = False,
+                       exclusive: bool = False,
+                       request_id: str = "") -> "dmlserve_pb2.ExecuteRequest":
         return dmlserve_pb2.ExecuteRequest(
             request_id=request_id,
             cumulative_summation=dmlserve_pb2.CumulativeSummation(
@@ -165,7 +185,9 @@ class Client:
                                 else dmlserve_pb2.AXIS_DIRECTION_INCREASING)))
 
     @staticmethod
-    def cumprod_request(input, axis=0, reverse=False, exclusive=False, request_id=""):
+    def cumprod_request(input: TensorLike, axis: int = 0, reverse: bool = False,
+                        exclusive: bool = False,
+                        request_id: str = "") -> "dmlserve_pb2.ExecuteRequest":
         return dmlserve_pb2.ExecuteRequest(
             request_id=request_id,
             cumulative_product=dmlserve_pb2.CumulativeProduct(
@@ -174,9 +196,12 @@ class Client:
                                 else dmlserve_pb2.AXIS_DIRECTION_INCREASING)))
 
     @staticmethod
-    def qmatmul_request(a, a_scale, b, b_scale, output_scale, a_zero_point=None,
-                        b_zero_point=None, output_zero_point=None, output_dtype=None,
-                        request_id=""):
+    def qmatmul_request(a: TensorLike, a_scale: ScaleLike, b: TensorLike, b_scale: ScaleLike,
+                        output_scale: ScaleLike, a_zero_point: Optional[TensorLike] = None,
+                        b_zero_point: Optional[TensorLike] = None,
+                        output_zero_point: Optional[TensorLike] = None,
+                        output_dtype: DataTypeLike = None,
+                        request_id: str = "") -> "dmlserve_pb2.ExecuteRequest":
         """Scales may be plain floats (per tensor) or arrays shaped {1,1,M,1} / {1,1,1,N},
         converted to FLOAT32. Zero points given as plain numbers take the type of their
         matrix (or `output_dtype`); numpy arrays keep theirs. With a registered matrix
@@ -199,23 +224,30 @@ class Client:
         return dmlserve_pb2.ExecuteRequest(request_id=request_id,
                                            quantized_linear_matrix_multiply=op)
 
-    def cumsum(self, input, axis=0, reverse=False, exclusive=False, timeout=None):
+    def cumsum(self, input: TensorLike, axis: int = 0, reverse: bool = False,
+               exclusive: bool = False, timeout: Optional[float] = None) -> np.ndarray:
         request = self.cumsum_request(input, axis, reverse, exclusive)
         return numpy_from_tensor(self.execute(request, timeout).output)
 
-    def cumprod(self, input, axis=0, reverse=False, exclusive=False, timeout=None):
+    def cumprod(self, input: TensorLike, axis: int = 0, reverse: bool = False,
+                exclusive: bool = False, timeout: Optional[float] = None) -> np.ndarray:
         request = self.cumprod_request(input, axis, reverse, exclusive)
         return numpy_from_tensor(self.execute(request, timeout).output)
 
-    def qmatmul(self, a, a_scale, b, b_scale, output_scale, a_zero_point=None,
-                b_zero_point=None, output_zero_point=None, output_dtype=None, timeout=None):
+    def qmatmul(self, a: TensorLike, a_scale: ScaleLike, b: TensorLike, b_scale: ScaleLike,
+                output_scale: ScaleLike, a_zero_point: Optional[TensorLike] = None,
+                b_zero_point: Optional[TensorLike] = None,
+                output_zero_point: Optional[TensorLike] = None,
+                output_dtype: DataTypeLike = None,
+                timeout: Optional[float] = None) -> np.ndarray:
         request = self.qmatmul_request(a, a_scale, b, b_scale, output_scale, a_zero_point,
                                        b_zero_point, output_zero_point, output_dtype)
         return numpy_from_tensor(self.execute(request, timeout).output)
 
     # Registered tensors, server information, health.
 
-    def register(self, tensor, tensor_id="", timeout=None):
+    def register(self, tensor: TensorLike, tensor_id: str = "",
+                 timeout: Optional[float] = None) -> str:
         """Keeps `tensor` on the server; returns its tensor_id."""
         tensor_copy = dmlserve_pb2.Tensor()
         tensor_copy.CopyFrom(as_tensor(tensor))
@@ -225,15 +257,15 @@ class Client:
         request = dmlserve_pb2.RegisterTensorRequest(tensor=tensor)
         return self._call(self._stub.RegisterTensor, request, timeout).tensor_id
 
-    def release(self, tensor_id, timeout=None):
+    def release(self, tensor_id: str, timeout: Optional[float] = None) -> None:
         self._call(self._stub.ReleaseTensor,
                    dmlserve_pb2.ReleaseTensorRequest(tensor_id=tensor_id), timeout)
 
-    def info(self, timeout=None):
+    def info(self, timeout: Optional[float] = None) -> "dmlserve_pb2.GetServerInfoResponse":
         """The GetServerInfoResponse."""
         return self._call(self._stub.GetServerInfo, dmlserve_pb2.GetServerInfoRequest(), timeout)
 
-    def health(self, service="", timeout=None):
+    def health(self, service: str = "", timeout: Optional[float] = None) -> str:
         """One of SERVING, NOT_SERVING, SERVICE_UNKNOWN or UNKNOWN, as a string."""
         response = self._call(self._health.Check,
                               health_pb2.HealthCheckRequest(service=service), timeout)

@@ -1,8 +1,13 @@
 """numpy arrays <-> dmlserve.v1.Tensor messages (packed little-endian, row-major)."""
 
-import numpy as np
+from __future__ import annotations
 
-from dmlserve.v1 import dmlserve_pb2
+from typing import Union
+
+import numpy as np
+import numpy.typing as npt
+
+from dmlserve_client._stubs import dmlserve_pb2
 
 # dmlserve.v1.DataType -> little-endian numpy dtype.
 _NUMPY_DTYPES = {
@@ -20,7 +25,7 @@ _NUMPY_DTYPES = {
 }
 
 
-def data_type_of(dtype):
+def data_type_of(dtype: npt.DTypeLike) -> int:
     """The dmlserve.v1.DataType for a numpy dtype (any byte order)."""
     dtype = np.dtype(dtype)
     for data_type, candidate in _NUMPY_DTYPES.items():
@@ -29,7 +34,7 @@ def data_type_of(dtype):
     raise TypeError(f"numpy dtype {dtype} has no dmlserve data type")
 
 
-def numpy_dtype(data_type):
+def numpy_dtype(data_type: Union[str, int]) -> np.dtype:
     """The little-endian numpy dtype of a dmlserve.v1.DataType value or name."""
     if isinstance(data_type, str):
         data_type = dmlserve_pb2.DataType.Value(data_type.upper())
@@ -39,7 +44,8 @@ def numpy_dtype(data_type):
         raise TypeError(f"data type {data_type} has no numpy dtype") from None
 
 
-def tensor_from_numpy(array, data_type=None):
+def tensor_from_numpy(array: npt.ArrayLike,
+                      data_type: Union[str, int, None] = None) -> "dmlserve_pb2.Tensor":
     """A Tensor holding `array` (converted to `data_type` when given)."""
     array = np.asarray(array)
     if data_type is not None:
@@ -50,12 +56,12 @@ def tensor_from_numpy(array, data_type=None):
                                data=packed.tobytes())
 
 
-def tensor_ref(tensor_id):
+def tensor_ref(tensor_id: str) -> "dmlserve_pb2.Tensor":
     """A Tensor naming one kept on the server with register()."""
     return dmlserve_pb2.Tensor(tensor_id=tensor_id)
 
 
-def numpy_from_tensor(tensor):
+def numpy_from_tensor(tensor: "dmlserve_pb2.Tensor") -> np.ndarray:
     """The elements of `tensor` as a numpy array shaped by its sizes."""
     dtype = numpy_dtype(tensor.data_type)
     count = int(np.prod(tensor.sizes, dtype=np.uint64)) if tensor.sizes else 1
@@ -65,7 +71,8 @@ def numpy_from_tensor(tensor):
     return np.frombuffer(tensor.data, dtype=dtype).reshape(tuple(tensor.sizes)).copy()
 
 
-def as_tensor(value, data_type=None):
+def as_tensor(value: Union[npt.ArrayLike, "dmlserve_pb2.Tensor"],
+              data_type: Union[str, int, None] = None) -> "dmlserve_pb2.Tensor":
     """Passes Tensor messages through; converts anything else with tensor_from_numpy."""
     if isinstance(value, dmlserve_pb2.Tensor):
         return value
