@@ -24,6 +24,12 @@ if [[ "${DMLSERVE_WINDOWS_CROSS:-1}" == 1 ]]; then
   packages+=(g++-mingw-w64-x86-64-posix wine64 xvfb xauth)
 fi
 
+# The Node.js client's test (tests/node): Debian's nodejs and npm, unless a Node.js with
+# npm is already installed (NodeSource's bundles npm and conflicts with Debian's).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
