@@ -326,8 +326,7 @@ TEST_F(KServeTest, RegisteredWeightsAreNamedByTensorId) {
   inference::ModelInferResponse response;
   const grpc::Status status = Infer(*request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(),
-              StartsWith("quantized_linear_matrix_multiply.b.tensor_id: "));
+  EXPECT_THAT(status.error_message(), StartsWith("quantized_linear_matrix_multiply.b.tensor_id: "));
   EXPECT_THAT(status.error_message(), HasSubstr("never-registered"));
 }
 
