@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -30,10 +31,12 @@
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/text_registry.h"
 #include "server/operator_service.h"
+#include "server/reload_signal.h"
 #include "server/server_flags.h"
 #include "server/service_metrics.h"
 #include "server/serving_health.h"
 #include "server/tensor_registry.h"
+#include "server/tensor_repository.h"
 #include "server/termination_signal.h"
 
 namespace dmlserve {
@@ -109,7 +112,24 @@ void LogDevices(const DeviceSet& set) {
   }
 }
 
-int Run(TerminationSignal& termination) {
+// Loads --tensor_repository into `tensors` (at start-up, or again on SIGHUP),
+// logs what it serves and counts the reload in `reloads` when given.
+absl::Status LoadRepository(const std::string& directory, uint64_t max_tensor_bytes,
+                            TensorRegistry& tensors, metrics::Family<metrics::Counter>* reloads) {
+  absl::StatusOr<std::vector<RepositoryTensor>> loaded =
+      LoadTensorRepository(directory, max_tensor_bytes);
+  absl::Status status =
+      loaded.ok() ? tensors.ReplaceRepository(*std::move(loaded)) : loaded.status();
+  if (reloads != nullptr) reloads->WithLabels({status.ok() ? "ok" : "error"}).Increment();
+  if (status.ok()) {
+    std::fprintf(stderr, "dmlserve: tensor repository %s: %zu tensors, %llu bytes\n",
+                 directory.c_str(), tensors.repository_size(),
+                 static_cast<unsigned long long>(tensors.repository_bytes()));
+  }
+  return status;
+}
+
+int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
   absl::StatusOr<ServerConfig> config = ServerConfigFromFlags();
   if (!config.ok()) return Fail(config.status());
   absl::StatusOr<HostPort> listen = ParseHostPort(config->listen);
@@ -144,6 +164,46 @@ int Run(TerminationSignal& termination) {
       config->max_registered_tensors);
   service_metrics.ObserveDevices(&scheduler);
   service_metrics.ObserveTensorRegistry(&tensors);
+
+  // The repository is loaded before the server listens: it never reports
+  // SERVING (health, KServe ready) without the weights it was started with.
+  if (!config->tensor_repository.empty()) {
+    absl::Status loaded = LoadRepository(config->tensor_repository, config->max_request_bytes,
+                                         tensors, /*metrics=*/nullptr);
+    if (!loaded.ok()) {
+      return Fail(absl::Status(
+          loaded.code(),
+          absl::StrCat("--tensor_repository=", config->tensor_repository, ": ", loaded.message())));
+    }
+  }
+  metrics::Family<metrics::Counter>& reloads = registry->AddCounter(
+      "dmlserve_tensor_repository_reloads_total",
+      "Reloads of --tensor_repository on SIGHUP, by result (ok: the new set serves; error: the "
+      "previous set keeps serving, the error is on stderr).",
+      {"result"});
+  reloads.WithLabels({"ok"});
+  reloads.WithLabels({"error"});
+  registry->AddCallbackGauge("dmlserve_tensor_repository_tensors",
+                             "Tensors served from --tensor_repository.", {}, [&tensors] {
+                               return std::vector<std::pair<metrics::LabelValues, double>>{
+                                   {{}, static_cast<double>(tensors.repository_size())}};
+                             });
+  // Reloads end before what they use (the registry, the counter) goes, on
+  // every way out of this function.
+  absl::Cleanup stop_reloads = [&reload_signal] { reload_signal.Stop(); };
+  if (!config->tensor_repository.empty()) {
+    reload_signal.Start([&config, &tensors, &reloads] {
+      const absl::Status reloaded =
+          LoadRepository(config->tensor_repository, config->max_request_bytes, tensors, &reloads);
+      if (!reloaded.ok()) {
+        std::fprintf(stderr,
+                     "dmlserve: SIGHUP: --tensor_repository=%s not reloaded, the %zu tensors "
+                     "loaded before keep serving: %s\n",
+                     config->tensor_repository.c_str(), tensors.repository_size(),
+                     reloaded.ToString().c_str());
+      }
+    });
+  }
 
   OperatorServiceOptions service_options;
   service_options.version = DMLSERVE_VERSION;
@@ -225,6 +285,9 @@ int Run(TerminationSignal& termination) {
 
 int main(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the blocked signals.
+  // SIGHUP first: TerminationSignal starts its thread, which must inherit
+  // SIGHUP blocked too (a thread with it unblocked would take it and die).
+  dmlserve::ReloadSignal reload_signal;
   dmlserve::TerminationSignal termination;
   absl::SetProgramUsageMessage("dmlserve: tensor operators with DirectML semantics over gRPC.");
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
@@ -233,5 +296,5 @@ int main(int argc, char** argv) {
   // tests keep it, and they run the same locks.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::ParseCommandLine(argc, argv);
-  return dmlserve::Run(termination);
+  return dmlserve::Run(termination, reload_signal);
 }

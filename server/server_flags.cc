@@ -87,6 +87,10 @@ ABSL_FLAG(absl::Duration, max_connection_age, absl::InfiniteDuration(),
 ABSL_FLAG(uint64_t, grpc_memory_bytes, 1ull << 30,
           "Memory gRPC itself may use for connections and their buffers (its resource quota); "
           "beyond it new connections and reads are refused or wait.");
+ABSL_FLAG(std::string, tensor_repository, "",
+          "Directory of named tensors (DIR/manifest.json) served read-only under their names, as "
+          "registered tensors are; loaded before the server serves, reloaded on SIGHUP. Empty: "
+          "none.");
 ABSL_FLAG(bool, reflection, true,
           "Serve grpc.reflection (service discovery for tools such as grpcurl).");
 ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(30),
@@ -158,6 +162,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   config.grpc_memory_bytes = absl::GetFlag(FLAGS_grpc_memory_bytes);
   config.reflection = absl::GetFlag(FLAGS_reflection);
+  config.tensor_repository = absl::GetFlag(FLAGS_tensor_repository);
   const std::string cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   const std::string key_file = absl::GetFlag(FLAGS_tls_key_file);
   const std::string client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);

@@ -34,6 +34,7 @@ struct ServerConfig {
   absl::Duration max_connection_age;   // InfiniteDuration: no limit
   uint64_t grpc_memory_bytes = 0;      // gRPC's own buffers (its resource quota)
   bool reflection = true;
+  std::string tensor_repository;  // a directory, or empty
 };
 
 // Call after absl::ParseCommandLine. INVALID_ARGUMENT names the bad flag.

@@ -1,5 +1,6 @@
 #include "server/tensor_registry.h"
 
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -27,6 +28,11 @@ absl::Status ValidateId(absl::string_view id) {
   return absl::OkStatus();
 }
 
+bool SameContent(const Tensor& a, const Tensor& b) {
+  return a.data_type == b.data_type && a.sizes == b.sizes && a.byte_size() == b.byte_size() &&
+         (a.byte_size() == 0 || std::memcmp(a.data(), b.data(), a.byte_size()) == 0);
+}
+
 }  // namespace
 
 TensorRegistry::TensorRegistry(uint64_t max_total_bytes,
@@ -47,6 +53,11 @@ absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tenso
   const uint64_t bytes = tensor.byte_size();
   absl::MutexLock lock(&mutex_);
   std::string key = id.empty() ? GenerateId() : std::string(id);
+  if (repository_.contains(key)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("tensor_id: tensor ", QuotedClientText(key),
+                     " is served from --tensor_repository (read-only)"));
+  }
   if (tensors_.contains(key)) {
     return absl::AlreadyExistsError(absl::StrCat("tensor_id: tensor ", QuotedClientText(key),
                                                  " is already registered; release it first"));
@@ -62,11 +73,7 @@ absl::StatusOr<std::string> TensorRegistry::Register(absl::string_view id, Tenso
         "tensor: registering ", bytes, " bytes would exceed --max_registered_tensor_bytes=",
         max_total_bytes_, " (", total_bytes_, " bytes registered)"));
   }
-  std::weak_ptr<Evict> evict = evict_;
-  tensor.registration = std::make_shared<TensorRegistration>(
-      absl::StrCat(key, "#", ++generation_), [evict](const std::string& registered_id) {
-        if (auto call = evict.lock()) (*call)(registered_id);
-      });
+  Attach(key, tensor);
   total_bytes_ += bytes;
   tensors_.emplace(key, std::move(tensor));
   return key;
@@ -79,6 +86,12 @@ absl::Status TensorRegistry::Release(absl::string_view id) {
     absl::MutexLock lock(&mutex_);
     auto it = tensors_.find(id);
     if (it == tensors_.end()) {
+      if (repository_.contains(id)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "tensor_id: tensor ", QuotedClientText(id),
+            " comes from --tensor_repository and is read-only; change the repository and "
+            "reload it (SIGHUP)"));
+      }
       return absl::NotFoundError(absl::StrCat("tensor_id: unknown tensor ", QuotedClientText(id)));
     }
     total_bytes_ -= it->second.byte_size();
@@ -93,10 +106,67 @@ absl::Status TensorRegistry::Release(absl::string_view id) {
 absl::StatusOr<Tensor> TensorRegistry::Find(absl::string_view id) const {
   absl::MutexLock lock(&mutex_);
   auto it = tensors_.find(id);
-  if (it == tensors_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown tensor ", QuotedClientText(id)));
+  if (it != tensors_.end()) return it->second;
+  it = repository_.find(id);
+  if (it != repository_.end()) return it->second;
+  return absl::NotFoundError(absl::StrCat("unknown tensor ", QuotedClientText(id)));
+}
+
+absl::Status TensorRegistry::ReplaceRepository(std::vector<RepositoryTensor> tensors) {
+  for (const RepositoryTensor& entry : tensors) {
+    if (absl::Status status = ValidateId(entry.id); !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(QuotedClientText(entry.id), ": ", status.message()));
+    }
+    if (entry.id.empty()) return absl::InvalidArgumentError("a repository tensor needs an id");
   }
-  return it->second;
+  // The old set is dropped after the lock: a registration may be the last
+  // copy of its tensor, and its eviction must not run under the lock.
+  absl::flat_hash_map<std::string, Tensor> old;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const RepositoryTensor& entry : tensors) {
+      if (tensors_.contains(entry.id)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "tensor ", QuotedClientText(entry.id),
+            " is registered by a client; release it before the repository can serve it"));
+      }
+    }
+    absl::flat_hash_map<std::string, Tensor> next;
+    uint64_t bytes = 0;
+    for (RepositoryTensor& entry : tensors) {
+      bytes += entry.tensor.byte_size();
+      auto kept = repository_.find(entry.id);
+      if (kept != repository_.end() && SameContent(kept->second, entry.tensor)) {
+        next.emplace(entry.id, kept->second);
+        continue;
+      }
+      Attach(entry.id, entry.tensor);
+      next.emplace(entry.id, std::move(entry.tensor));
+    }
+    old.swap(repository_);
+    repository_ = std::move(next);
+    repository_bytes_ = bytes;
+  }
+  return absl::OkStatus();
+}
+
+void TensorRegistry::Attach(const std::string& key, Tensor& tensor) {
+  std::weak_ptr<Evict> evict = evict_;
+  tensor.registration = std::make_shared<TensorRegistration>(
+      absl::StrCat(key, "#", ++generation_), [evict](const std::string& registered_id) {
+        if (auto call = evict.lock()) (*call)(registered_id);
+      });
+}
+
+size_t TensorRegistry::repository_size() const {
+  absl::MutexLock lock(&mutex_);
+  return repository_.size();
+}
+
+uint64_t TensorRegistry::repository_bytes() const {
+  absl::MutexLock lock(&mutex_);
+  return repository_bytes_;
 }
 
 uint64_t TensorRegistry::total_bytes() const {

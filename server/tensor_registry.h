@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -21,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "kernels/core/tensor.h"
+#include "server/tensor_repository.h"
 
 namespace dmlserve {
 
@@ -53,19 +55,35 @@ class TensorRegistry {
   // malformed id.
   absl::StatusOr<std::string> Register(absl::string_view id, Tensor tensor);
 
-  // NOT_FOUND when `id` is not registered.
+  // NOT_FOUND when `id` is not registered; FAILED_PRECONDITION for a
+  // repository tensor (read-only).
   absl::Status Release(absl::string_view id);
+
+  // Replaces the read-only tensors of --tensor_repository with `tensors`, at
+  // once: a Find sees the old set or the new one, never a mix, and jobs that
+  // already hold a tensor keep it. A tensor whose id, type, sizes and bytes
+  // are unchanged keeps its registration (devices keep their resident copy).
+  // Repository tensors do not count towards the RegisterTensor caps. Errors
+  // (the set is then unchanged): INVALID_ARGUMENT for a malformed id,
+  // ALREADY_EXISTS for an id a client registered.
+  absl::Status ReplaceRepository(std::vector<RepositoryTensor> tensors);
 
   // NOT_FOUND when `id` is not registered.
   absl::StatusOr<Tensor> Find(absl::string_view id) const;
 
+  // Registered tensors' bytes (the repository's not included).
   uint64_t total_bytes() const;
+  size_t repository_size() const;
+  uint64_t repository_bytes() const;
   uint64_t max_total_bytes() const { return max_total_bytes_; }
   size_t max_tensors() const { return max_tensors_; }
   size_t size() const;
 
  private:
   std::string GenerateId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Gives `tensor` its registration: the id devices know it by, and its
+  // eviction once the last copy goes.
+  void Attach(const std::string& key, Tensor& tensor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const uint64_t max_total_bytes_;
   const size_t max_tensors_;
@@ -75,6 +93,9 @@ class TensorRegistry {
 
   mutable absl::Mutex mutex_;
   absl::flat_hash_map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mutex_);
+  // --tensor_repository's, read-only; ids never also in tensors_.
+  absl::flat_hash_map<std::string, Tensor> repository_ ABSL_GUARDED_BY(mutex_);
+  uint64_t repository_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t total_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
 };
