@@ -198,8 +198,8 @@ absl::StatusOr<RepositoryTensor> LoadEntry(const std::filesystem::path& director
   out.tensor.sizes = parsed.sizes;
   bytes->erase(0, parsed.data_offset);
   out.tensor.bytes = Buffer::Adopt(*std::move(bytes));
-  if (absl::Status status = ValidateTensor(out.tensor, in_file, max_tensor_bytes); !status.ok()) {
-    return status;
+  if (absl::Status status = ValidateTensor(out.tensor, "tensor", max_tensor_bytes); !status.ok()) {
+    return absl::Status(status.code(), absl::StrCat(in_file, ": ", status.message()));
   }
   return out;
 }
