@@ -56,12 +56,16 @@ class RecordingObserver : public SchedulerObserver {
     batches_.emplace_back(std::string(device), batch_size);
   }
   void OnDeviceRemoved(absl::string_view device, int devices_left) override {
+    bool first;
     {
       absl::MutexLock lock(&mu_);
       removed_.emplace_back(device);
       devices_left_.push_back(devices_left);
+      // Decided under the lock: two devices may fail at once, on two threads,
+      // and a Notification may be notified only once.
+      first = removed_.size() == 1;
     }
-    if (!device_removed_.HasBeenNotified()) device_removed_.Notify();
+    if (first) device_removed_.Notify();
   }
 
   void OnDeviceRecovered(absl::string_view device, int devices_serving) override {
