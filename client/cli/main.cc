@@ -10,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "client/cli/commands.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051", "dmlserve gRPC address (host:port)");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "dmlserve gRPC address: host:port; replicas host1:port,host2:port,... or "
+          "dns:///name:port (calls round-robin, register/release reach every replica)");
 // A call never waits forever on a server that stopped answering; large
 // requests on a slow device may need more (0: no deadline).
 ABSL_FLAG(int64_t, deadline_ms, 30000, "Per-call deadline in milliseconds (0: none)");
@@ -81,7 +83,8 @@ int main(int argc, char** argv) {
       "  release   --id NAME\n"
       "  info      server version, devices, limits, operators\n"
       "  health    prints SERVING or NOT_SERVING (exit code 0 only when SERVING)\n"
-      "Common: --server host:port, --deadline_ms N (default 30000; 0: none), --pretty;\n"
+      "Common: --server host:port (replicas: host:port,host:port,... or dns:///name:port),\n"
+      "--deadline_ms N (default 30000; 0: none), --pretty;\n"
       "over TLS --tls_ca_file\n"
       "(and --tls_cert_file, --tls_key_file for mutual TLS).\n"
       "Exit codes: 0 ok; 2 bad request (INVALID_ARGUMENT, OUT_OF_RANGE, NOT_FOUND,\n"

@@ -5,61 +5,91 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/cpp/status_conversion.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/support/channel_arguments.h"
 
 namespace dmlserve::client {
 
-// Keeps the generated health stub out of client.h.
-class Client::HealthStub {
- public:
-  explicit HealthStub(const std::shared_ptr<grpc::Channel>& channel)
-      : stub(grpc::health::v1::Health::NewStub(channel)) {}
-  std::unique_ptr<grpc::health::v1::Health::Stub> stub;
-};
+namespace {
+
+// A call worth sending to the next replica: refused by a replica that stopped
+// or is stopping (UNAVAILABLE), or dropped by it (CANCELLED: this client
+// cancels none of these calls itself, and a gRPC server cancels calls that
+// reach it after its shutdown began). An Execute has no side effects, so a
+// retry is safe even when the first replica did compute it.
+bool TryNextReplica(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsCancelled(status);
+}
+
+// "the replica at NAME" for errors, or nothing with a single server.
+std::string OnReplica(const Endpoint& endpoint, size_t replicas) {
+  return replicas > 1 ? absl::StrCat(" (replica ", endpoint.name, ")") : std::string();
+}
+
+absl::Status NameReplica(const absl::Status& status, const Endpoint& endpoint, size_t replicas) {
+  if (status.ok() || replicas <= 1) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), OnReplica(endpoint, replicas)));
+}
+
+// An id every replica shares, for a tensor registered without one.
+std::string GenerateTensorId() {
+  absl::BitGen bitgen;
+  return absl::StrFormat("t-%016x%016x", absl::Uniform<uint64_t>(bitgen),
+                         absl::Uniform<uint64_t>(bitgen));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& address,
                                                         const ClientOptions& options) {
-  if (address.empty()) return absl::InvalidArgumentError("empty server address");
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  arguments.SetMaxSendMessageSize(options.max_send_message_bytes);
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials ? options.credentials : grpc::InsecureChannelCredentials();
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, credentials, arguments);
-  if (options.connect_timeout > absl::ZeroDuration() &&
-      !channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
-    return absl::UnavailableError(absl::StrCat("could not connect to ", address, " within ",
-                                               absl::FormatDuration(options.connect_timeout)));
+  absl::StatusOr<std::unique_ptr<EndpointSet>> endpoints = EndpointSet::Create(address, options);
+  if (!endpoints.ok()) return endpoints.status();
+  if (options.connect_timeout > absl::ZeroDuration()) {
+    // Ready once any replica is: the others connect on their own meanwhile.
+    const absl::Time deadline = absl::Now() + options.connect_timeout;
+    bool connected = false;
+    while (!connected) {
+      for (size_t i = 0; i < (*endpoints)->rotation_size() && !connected; ++i) {
+        std::shared_ptr<const Endpoint> endpoint = (*endpoints)->Next();
+        const absl::Time until = std::min(deadline, absl::Now() + absl::Milliseconds(100));
+        connected = endpoint->channel->WaitForConnected(absl::ToChronoTime(until));
+      }
+      if (!connected && absl::Now() >= deadline) {
+        return absl::UnavailableError(absl::StrCat("could not connect to ", address, " within ",
+                                                   absl::FormatDuration(options.connect_timeout)));
+      }
+    }
   }
-  return FromChannel(std::move(channel), options);
+  return std::unique_ptr<Client>(new Client(*std::move(endpoints), options));
 }
 
 std::unique_ptr<Client> Client::FromChannel(std::shared_ptr<grpc::Channel> channel,
                                             const ClientOptions& options) {
-  return std::unique_ptr<Client>(new Client(std::move(channel), options));
+  return std::unique_ptr<Client>(new Client(EndpointSet::ForChannel(std::move(channel)), options));
 }
 
-Client::Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
-    : channel_(std::move(channel)),
-      options_(options),
-      stub_(v1::OperatorService::NewStub(channel_)),
-      health_stub_(std::make_unique<HealthStub>(channel_)) {}
+Client::Client(std::unique_ptr<EndpointSet> endpoints, const ClientOptions& options)
+    : endpoints_(std::move(endpoints)), options_(options) {}
 
 Client::~Client() = default;
 
+CallOptions Client::WithDefaultDeadline(const CallOptions& call) const {
+  CallOptions with = call;
+  if (with.deadline == absl::InfiniteFuture() &&
+      options_.default_timeout != absl::InfiniteDuration()) {
+    with.deadline = absl::Now() + options_.default_timeout;
+  }
+  return with;
+}
+
 std::unique_ptr<grpc::ClientContext> Client::MakeContext(const CallOptions& call) const {
   auto context = std::make_unique<grpc::ClientContext>();
-  absl::Time deadline = call.deadline;
-  if (deadline == absl::InfiniteFuture() && options_.default_timeout != absl::InfiniteDuration()) {
-    deadline = absl::Now() + options_.default_timeout;
-  }
+  const absl::Time deadline = WithDefaultDeadline(call).deadline;
   if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
   context->set_wait_for_ready(options_.wait_for_ready);
   return context;
@@ -67,11 +97,19 @@ std::unique_ptr<grpc::ClientContext> Client::MakeContext(const CallOptions& call
 
 absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& request,
                                                     const CallOptions& call) {
-  std::unique_ptr<grpc::ClientContext> context = MakeContext(call);
-  v1::ExecuteResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Execute(context.get(), request, &response));
-  if (!status.ok()) return status;
-  return response;
+  const CallOptions once = WithDefaultDeadline(call);
+  const size_t replicas = endpoints_->rotation_size();
+  absl::Status status;
+  for (size_t attempt = 0; attempt < replicas; ++attempt) {
+    std::shared_ptr<const Endpoint> endpoint = endpoints_->Next();
+    std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
+    v1::ExecuteResponse response;
+    status = FromGrpcStatus(endpoint->stub->Execute(context.get(), request, &response));
+    if (status.ok()) return response;
+    status = NameReplica(status, *endpoint, replicas);
+    if (!TryNextReplica(status)) break;
+  }
+  return status;
 }
 
 absl::StatusOr<v1::ExecuteResponse> Client::CumulativeSummation(const v1::Tensor& input,
@@ -92,7 +130,8 @@ absl::StatusOr<v1::ExecuteResponse> Client::QuantizedLinearMatrixMultiply(
 }
 
 std::unique_ptr<StreamSession> Client::OpenStream(const CallOptions& call) {
-  return std::make_unique<StreamSession>(stub_.get(), MakeContext(call));
+  // The endpoints Next() rotates over live as long as the client.
+  return std::make_unique<StreamSession>(endpoints_->Next()->stub.get(), MakeContext(call));
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::ExecuteMany(
@@ -108,6 +147,21 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
     }
   }
 
+  const CallOptions once = WithDefaultDeadline(call);
+  const size_t replicas = endpoints_->rotation_size();
+  absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> results;
+  for (size_t attempt = 0; attempt < replicas; ++attempt) {
+    // A stream refused before any answer (a replica that stopped) is sent
+    // again, whole, to the next replica.
+    results = ExecuteManyOnce(requests, index_of, once);
+    if (results.ok() || !TryNextReplica(results.status())) break;
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::ExecuteManyOnce(
+    const std::vector<v1::ExecuteRequest>& requests,
+    const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call) {
   std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>> answers(requests.size());
   std::unique_ptr<StreamSession> session = OpenStream(call);
   // Writing on its own thread keeps both directions flowing: a server that
@@ -159,30 +213,72 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
 absl::StatusOr<v1::RegisterTensorResponse> Client::RegisterTensor(const v1::Tensor& tensor,
                                                                   const std::string& tensor_id,
                                                                   const CallOptions& call) {
+  absl::StatusOr<std::vector<std::shared_ptr<const Endpoint>>> replicas = endpoints_->Replicas();
+  if (!replicas.ok()) return replicas.status();
   v1::RegisterTensorRequest request;
   *request.mutable_tensor() = tensor;
-  if (!tensor_id.empty()) request.mutable_tensor()->set_tensor_id(tensor_id);
-  std::unique_ptr<grpc::ClientContext> context = MakeContext(call);
+  if (!tensor_id.empty()) {
+    request.mutable_tensor()->set_tensor_id(tensor_id);
+  } else if (replicas->size() > 1) {
+    request.mutable_tensor()->set_tensor_id(GenerateTensorId());
+  }
+  const CallOptions once = WithDefaultDeadline(call);
   v1::RegisterTensorResponse response;
-  absl::Status status = FromGrpcStatus(stub_->RegisterTensor(context.get(), request, &response));
-  if (!status.ok()) return status;
+  std::vector<std::string> registered;
+  for (const std::shared_ptr<const Endpoint>& endpoint : *replicas) {
+    std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
+    absl::Status status =
+        FromGrpcStatus(endpoint->stub->RegisterTensor(context.get(), request, &response));
+    if (!status.ok()) {
+      if (replicas->size() == 1) return status;
+      return absl::Status(
+          status.code(),
+          absl::StrCat("RegisterTensor refused by replica ", endpoint->name, ": ", status.message(),
+                       registered.empty()
+                           ? std::string(" (no replica registered it)")
+                           : absl::StrCat(" (registered on ", absl::StrJoin(registered, ", "),
+                                          "; ReleaseTensor removes it there)")));
+    }
+    registered.push_back(endpoint->name);
+  }
   return response;
 }
 
 absl::Status Client::ReleaseTensor(const std::string& tensor_id, const CallOptions& call) {
+  absl::StatusOr<std::vector<std::shared_ptr<const Endpoint>>> replicas = endpoints_->Replicas();
+  if (!replicas.ok()) return replicas.status();
   v1::ReleaseTensorRequest request;
   request.set_tensor_id(tensor_id);
-  std::unique_ptr<grpc::ClientContext> context = MakeContext(call);
-  v1::ReleaseTensorResponse response;
-  return FromGrpcStatus(stub_->ReleaseTensor(context.get(), request, &response));
+  const CallOptions once = WithDefaultDeadline(call);
+  absl::Status not_found;
+  size_t released = 0;
+  for (const std::shared_ptr<const Endpoint>& endpoint : *replicas) {
+    std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
+    v1::ReleaseTensorResponse response;
+    absl::Status status =
+        FromGrpcStatus(endpoint->stub->ReleaseTensor(context.get(), request, &response));
+    if (status.ok()) {
+      ++released;
+    } else if (absl::IsNotFound(status)) {
+      not_found = NameReplica(status, *endpoint, replicas->size());
+    } else {
+      return replicas->size() == 1
+                 ? status
+                 : absl::Status(status.code(),
+                                absl::StrCat("ReleaseTensor refused by replica ", endpoint->name,
+                                             ": ", status.message()));
+    }
+  }
+  return released > 0 ? absl::OkStatus() : not_found;
 }
 
 absl::StatusOr<v1::GetServerInfoResponse> Client::GetServerInfo(const CallOptions& call) {
   std::unique_ptr<grpc::ClientContext> context = MakeContext(call);
   v1::GetServerInfoResponse response;
-  absl::Status status =
-      FromGrpcStatus(stub_->GetServerInfo(context.get(), v1::GetServerInfoRequest(), &response));
-  if (!status.ok()) return status;
+  std::shared_ptr<const Endpoint> endpoint = endpoints_->Next();
+  absl::Status status = FromGrpcStatus(
+      endpoint->stub->GetServerInfo(context.get(), v1::GetServerInfoRequest(), &response));
+  if (!status.ok()) return NameReplica(status, *endpoint, endpoints_->rotation_size());
   return response;
 }
 
@@ -192,9 +288,10 @@ absl::StatusOr<HealthStatus> Client::CheckHealth(const std::string& service,
   request.set_service(service);
   std::unique_ptr<grpc::ClientContext> context = MakeContext(call);
   grpc::health::v1::HealthCheckResponse response;
-  absl::Status status =
-      FromGrpcStatus(health_stub_->stub->Check(context.get(), request, &response));
-  if (!status.ok()) return status;
+  std::shared_ptr<const Endpoint> endpoint = endpoints_->Next();
+  auto stub = grpc::health::v1::Health::NewStub(endpoint->channel);
+  absl::Status status = FromGrpcStatus(stub->Check(context.get(), request, &response));
+  if (!status.ok()) return NameReplica(status, *endpoint, endpoints_->rotation_size());
   switch (response.status()) {
     case grpc::health::v1::HealthCheckResponse::SERVING:
       return HealthStatus::kServing;

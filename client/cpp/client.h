@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/cpp/client_options.h"
+#include "client/cpp/endpoint_set.h"
 #include "client/cpp/health_status.h"
 #include "client/cpp/request_builders.h"
 #include "client/cpp/stream_session.h"
@@ -17,12 +19,25 @@
 
 namespace dmlserve::client {
 
-// A connection to a dmlserve server. Every call reports failures as an
-// absl::Status carrying the gRPC code and the server's message. Thread-safe:
-// one Client may serve many threads.
+// A connection to a dmlserve server, or to several replicas of it. Every call
+// reports failures as an absl::Status carrying the gRPC code and the server's
+// message. Thread-safe: one Client may serve many threads.
+//
+// With several replicas (see Connect), each call goes to the next one in
+// turn; an Execute (or ExecuteMany) that a replica refused (UNAVAILABLE) or
+// dropped (CANCELLED, as gRPC does to calls that reach a server after its
+// shutdown began) before any answer is sent again to the next replica, at
+// most once per replica, within the call's deadline. A stream stays on the replica it
+// opened on. RegisterTensor and ReleaseTensor go to every replica, so that any
+// of them can serve a request naming the tensor.
 class Client {
  public:
-  // `address` is "host:port" (any gRPC target, e.g. "dns:///name:50051").
+  // `address` is one of (endpoint_set.h):
+  //  - "host:port" or any gRPC target: one server;
+  //  - "host1:port,host2:port,...": replicas, balanced round-robin per call;
+  //  - "dns:///name:port": every address the name resolves to (a Kubernetes
+  //    headless Service), balanced by gRPC's round_robin policy.
+  // With options.connect_timeout, waits until at least one replica is ready.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& address,
                                                          const ClientOptions& options = {});
   static std::unique_ptr<Client> FromChannel(std::shared_ptr<grpc::Channel> channel,
@@ -54,11 +69,16 @@ class Client {
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteMany(
       std::vector<v1::ExecuteRequest> requests, const CallOptions& call = {});
 
-  // Keeps `tensor` (with data) on the server. A non-empty `tensor_id` names
-  // it; otherwise the server generates the id it returns.
+  // Keeps `tensor` (with data) on the server, on every replica. A non-empty
+  // `tensor_id` names it; otherwise the server generates the id it returns
+  // (with several replicas the client does, so that all share it). When a
+  // replica refuses, the error carries its code, names that replica and those
+  // that did register the tensor (ReleaseTensor removes it from them).
   absl::StatusOr<v1::RegisterTensorResponse> RegisterTensor(const v1::Tensor& tensor,
                                                             const std::string& tensor_id = "",
                                                             const CallOptions& call = {});
+  // Releases the tensor on every replica. With several replicas, one that does
+  // not have it (NOT_FOUND) is no error unless none had it.
   absl::Status ReleaseTensor(const std::string& tensor_id, const CallOptions& call = {});
 
   absl::StatusOr<v1::GetServerInfoResponse> GetServerInfo(const CallOptions& call = {});
@@ -68,18 +88,22 @@ class Client {
   absl::StatusOr<HealthStatus> CheckHealth(const std::string& service = "",
                                            const CallOptions& call = {});
 
-  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // The channel to the (first) server.
+  const std::shared_ptr<grpc::Channel>& channel() const { return endpoints_->first_channel(); }
 
  private:
-  class HealthStub;
-
-  Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
+  Client(std::unique_ptr<EndpointSet> endpoints, const ClientOptions& options);
+  // `call` with the client's default timeout applied, so that retries on
+  // other replicas share one deadline.
+  CallOptions WithDefaultDeadline(const CallOptions& call) const;
+  // One ExecuteMany stream on the next replica.
+  absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteManyOnce(
+      const std::vector<v1::ExecuteRequest>& requests,
+      const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call);
   std::unique_ptr<grpc::ClientContext> MakeContext(const CallOptions& call) const;
 
-  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<EndpointSet> endpoints_;
   ClientOptions options_;
-  std::unique_ptr<v1::OperatorService::Stub> stub_;
-  std::unique_ptr<HealthStub> health_stub_;
 };
 
 }  // namespace dmlserve::client

@@ -15,19 +15,25 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 from server_process import ServerProcess  # noqa: E402
 
 
+def build_step(command):
+    """Runs a build step; on failure prints what it printed (compiler errors included)."""
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed with exit code {result.returncode}:\n"
+                 f"{result.stdout}")
+
+
 def main():
     build, consumer, binary = sys.argv[1:4]
     with tempfile.TemporaryDirectory() as scratch:
         prefix = pathlib.Path(scratch, "prefix")
-        subprocess.run(["cmake", "--install", build, "--prefix", str(prefix)], check=True,
-                       stdout=subprocess.DEVNULL)
+        build_step(["cmake", "--install", build, "--prefix", str(prefix)])
         example = prefix / "share/doc/dmlserve/examples/client_example.cc"
         consumer_build = pathlib.Path(scratch, "consumer")
-        subprocess.run(["cmake", "-S", consumer, "-B", str(consumer_build), "-G", "Ninja",
-                        f"-DCMAKE_PREFIX_PATH={prefix}", f"-DDMLSERVE_EXAMPLE_SOURCE={example}",
-                        "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["cmake", "--build", str(consumer_build)], check=True,
-                       stdout=subprocess.DEVNULL)
+        build_step(["cmake", "-S", consumer, "-B", str(consumer_build), "-G", "Ninja",
+             f"-DCMAKE_PREFIX_PATH={prefix}", f"-DDMLSERVE_EXAMPLE_SOURCE={example}",
+             "-DCMAKE_BUILD_TYPE=Release"])
+        build_step(["cmake", "--build", str(consumer_build), "--verbose"])
         with ServerProcess(binary) as server:
             run = subprocess.run([str(consumer_build / "client_example"), server.grpc_address],
                                  capture_output=True, text=True, timeout=120)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import secrets
+import socket
+import time
 from typing import Iterable, Iterator, List, Optional, Union
 
 import grpc
@@ -35,6 +39,18 @@ class DmlserveError(Exception):
 
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+# A replica refused the call (UNAVAILABLE: stopped or stopping) or dropped it (CANCELLED:
+# gRPC cancels calls that reach a server after its shutdown began; this client cancels
+# none itself). Execute has no side effects, so the next replica may take it.
+_TRY_NEXT_REPLICA = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+
+class _RefusedBeforeAnyAnswer(Exception):
+    def __init__(self, error: DmlserveError) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def _error_from_rpc(error):
@@ -82,8 +98,39 @@ def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = No
                                         certificate_chain=read(cert_file))
 
 
+class _Endpoint:
+    """One server: its name (for errors), channel and stubs."""
+
+    def __init__(self, name: str, channel: grpc.Channel) -> None:
+        self.name = name
+        self.channel = channel
+        self.stub = dmlserve_pb2_grpc.OperatorServiceStub(channel)
+        self.health = health_pb2_grpc.HealthStub(channel)
+        self.state = grpc.ChannelConnectivity.IDLE
+        channel.subscribe(self._on_state)
+
+    def _on_state(self, state: grpc.ChannelConnectivity) -> None:
+        self.state = state
+
+
+def _split_host_port(name: str) -> tuple:
+    if name.startswith("["):
+        host, _, rest = name[1:].partition("]")
+        return host, rest[1:] if rest.startswith(":") else "443"
+    host, colon, port = name.rpartition(":")
+    return (host, port) if colon else (name, "443")
+
+
 class Client:
-    """One channel to a dmlserve server. Methods raise DmlserveError on failure.
+    """A connection to a dmlserve server, or to several replicas of it. Methods raise
+    DmlserveError on failure.
+
+    `address` is "host:port" (any gRPC target); "host1:port,host2:port,..." for replicas,
+    which calls visit round-robin; or "dns:///name:port" for every address a name resolves
+    to (a Kubernetes headless Service), balanced by gRPC's round_robin policy. With
+    replicas, a call a replica refused or dropped (UNAVAILABLE, CANCELLED: one that stopped)
+    is sent to the next one;
+    register() and release() reach every replica; a stream stays on one.
 
     `timeout` (seconds) applies to each call that does not give its own. `credentials`
     (grpc.ChannelCredentials, e.g. from tls_credentials) connect over TLS; None is plaintext.
@@ -91,18 +138,78 @@ class Client:
 
     def __init__(self, address: str, timeout: Optional[float] = None,
                  credentials: Optional[grpc.ChannelCredentials] = None) -> None:
-        options = [("grpc.max_receive_message_length", -1),
-                   ("grpc.max_send_message_length", -1)]
-        if credentials is None:
-            self._channel = grpc.insecure_channel(address, options=options)
-        else:
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        self._stub = dmlserve_pb2_grpc.OperatorServiceStub(self._channel)
-        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._credentials = credentials
         self._timeout = timeout
+        self._dns = None
+        self._resolved = {}
+        self._next = itertools.count()
+        if not address:
+            raise ValueError("empty server address")
+        if address.startswith("dns:"):
+            name = address[4:]
+            if name.startswith("//"):
+                name = name[2:].partition("/")[2]
+            if not name or "," in name:
+                raise ValueError(f"server address {address!r}: a dns: target names one host "
+                                 "(dns:///name:port)")
+            self._dns = _split_host_port(name)
+            self._endpoints = [_Endpoint(address, self._channel(
+                address, [("grpc.lb_policy_name", "round_robin")]))]
+        else:
+            self._endpoints = []
+            for part in (p.strip() for p in address.split(",")):
+                if not part:
+                    raise ValueError(f"server address {address!r}: an empty entry in the list")
+                if part.startswith("dns:"):
+                    raise ValueError(f"server address {address!r}: a list takes host:port "
+                                     "entries; give a dns: name on its own")
+                self._endpoints.append(_Endpoint(part, self._channel(part)))
+
+    def _channel(self, target: str, extra: Optional[list] = None) -> grpc.Channel:
+        options = [("grpc.max_receive_message_length", -1),
+                   ("grpc.max_send_message_length", -1)] + (extra or [])
+        if self._credentials is None:
+            return grpc.insecure_channel(target, options=options)
+        return grpc.secure_channel(target, self._credentials, options=options)
+
+    def _pick(self) -> _Endpoint:
+        """The next endpoint, round-robin, passing over replicas that failed to connect."""
+        start = next(self._next)
+        count = len(self._endpoints)
+        for i in range(count):
+            endpoint = self._endpoints[(start + i) % count]
+            if endpoint.state != grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+                return endpoint
+        return self._endpoints[start % count]
+
+    def _replicas(self) -> List[_Endpoint]:
+        """Every replica: the list, or a dns: name's addresses resolved now."""
+        if self._dns is None:
+            return self._endpoints
+        host, port = self._dns
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            raise DmlserveError(grpc.StatusCode.UNAVAILABLE,
+                                f"could not resolve {host!r}: {error}") from None
+        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        resolved = {}
+        for family, _, _, _, sockaddr in infos:
+            target = (f"ipv6:[{sockaddr[0]}]:{port}" if family == socket.AF_INET6
+                      else f"ipv4:{sockaddr[0]}:{port}")
+            if target not in resolved:
+                resolved[target] = self._resolved.get(target) or _Endpoint(
+                    target.partition(":")[2],
+                    self._channel(target, [("grpc.default_authority", authority)]))
+        for target, endpoint in self._resolved.items():
+            if target not in resolved:
+                endpoint.channel.close()
+        self._resolved = resolved
+        return list(resolved.values())
 
     def close(self) -> None:
-        self._channel.close()
+        for endpoint in self._endpoints + list(self._resolved.values()):
+            endpoint.channel.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -110,18 +217,31 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method, request, timeout):
-        try:
-            return method(request, timeout=self._timeout if timeout is None else timeout)
-        except grpc.RpcError as error:
-            raise _error_from_rpc(error) from None
+    def _call(self, method, request, timeout, retry=False):
+        """`method` (a function of an endpoint) on the next replica; with `retry`, a call
+        refused or dropped goes to the next one, once per replica, within one deadline."""
+        timeout = self._timeout if timeout is None else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempts = len(self._endpoints) if retry else 1
+        for attempt in range(attempts):
+            endpoint = self._pick()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return method(endpoint)(request, timeout=left)
+            except grpc.RpcError as error:
+                failure = _error_from_rpc(error)
+                if len(self._endpoints) > 1:
+                    failure = DmlserveError(failure.code,
+                                            f"{failure.message} (replica {endpoint.name})")
+                if failure.code not in _TRY_NEXT_REPLICA or attempt + 1 == attempts:
+                    raise failure from None
 
     # Raw requests.
 
     def execute(self, request: "dmlserve_pb2.ExecuteRequest",
                 timeout: Optional[float] = None) -> "dmlserve_pb2.ExecuteResponse":
         """Execute an ExecuteRequest; returns the ExecuteResponse."""
-        return self._call(self._stub.Execute, request, timeout)
+        return self._call(lambda e: e.stub.Execute, request, timeout, retry=True)
 
     def execute_stream(self, requests: Iterable["dmlserve_pb2.ExecuteRequest"],
                        timeout: Optional[float] = None
@@ -131,8 +251,8 @@ class Client:
         A failed item is a response whose `status.code` is not 0; a failed stream
         raises DmlserveError.
         """
-        call = self._stub.ExecuteStream(iter(requests),
-                                        timeout=self._timeout if timeout is None else timeout)
+        call = self._pick().stub.ExecuteStream(
+            iter(requests), timeout=self._timeout if timeout is None else timeout)
         try:
             yield from call
         except grpc.RpcError as error:
@@ -151,8 +271,28 @@ class Client:
             if request.request_id in index:
                 raise ValueError(f"duplicate request_id {request.request_id!r}")
             index[request.request_id] = i
+        for attempt in range(len(self._endpoints)):
+            try:
+                return self._stream_once(requests, index, timeout)
+            except _RefusedBeforeAnyAnswer as refused:
+                # A replica that stopped: the whole stream goes to the next one.
+                if attempt + 1 == len(self._endpoints):
+                    raise refused.error from None
+
+    def _stream_once(self, requests, index, timeout):
         results = [None] * len(requests)
-        for response in self.execute_stream(requests, timeout):
+        answered = False
+        stream = self.execute_stream(requests, timeout)
+        while True:
+            try:
+                response = next(stream)
+            except StopIteration:
+                break
+            except DmlserveError as error:
+                if not answered and error.code in _TRY_NEXT_REPLICA:
+                    raise _RefusedBeforeAnyAnswer(error) from None
+                raise
+            answered = True
             i = index.get(response.request_id)
             if i is None or results[i] is not None:
                 raise DmlserveError(grpc.StatusCode.INTERNAL,
@@ -254,20 +394,58 @@ class Client:
         tensor = tensor_copy
         if tensor_id:
             tensor.tensor_id = tensor_id
+        replicas = self._replicas()
+        if not tensor.tensor_id and len(replicas) > 1:
+            tensor.tensor_id = "t-" + secrets.token_hex(16)  # one id every replica shares
         request = dmlserve_pb2.RegisterTensorRequest(tensor=tensor)
-        return self._call(self._stub.RegisterTensor, request, timeout).tensor_id
+        timeout = self._timeout if timeout is None else timeout
+        registered = []
+        for endpoint in replicas:
+            try:
+                response = endpoint.stub.RegisterTensor(request, timeout=timeout)
+            except grpc.RpcError as error:
+                failure = _error_from_rpc(error)
+                if len(replicas) > 1:
+                    where = (f"registered on {', '.join(registered)}; release() removes it there"
+                             if registered else "no replica registered it")
+                    failure = DmlserveError(
+                        failure.code, f"RegisterTensor refused by replica {endpoint.name}: "
+                        f"{failure.message} ({where})")
+                raise failure from None
+            registered.append(endpoint.name)
+        return response.tensor_id
 
     def release(self, tensor_id: str, timeout: Optional[float] = None) -> None:
-        self._call(self._stub.ReleaseTensor,
-                   dmlserve_pb2.ReleaseTensorRequest(tensor_id=tensor_id), timeout)
+        """Releases the tensor on every replica; one that does not have it is no error
+        unless none had it."""
+        replicas = self._replicas()
+        request = dmlserve_pb2.ReleaseTensorRequest(tensor_id=tensor_id)
+        timeout = self._timeout if timeout is None else timeout
+        not_found = None
+        released = 0
+        for endpoint in replicas:
+            try:
+                endpoint.stub.ReleaseTensor(request, timeout=timeout)
+                released += 1
+            except grpc.RpcError as error:
+                failure = _error_from_rpc(error)
+                if len(replicas) > 1:
+                    failure = DmlserveError(failure.code,
+                                            f"{failure.message} (replica {endpoint.name})")
+                if failure.code != grpc.StatusCode.NOT_FOUND:
+                    raise failure from None
+                not_found = failure
+        if released == 0 and not_found is not None:
+            raise not_found
 
     def info(self, timeout: Optional[float] = None) -> "dmlserve_pb2.GetServerInfoResponse":
         """The GetServerInfoResponse."""
-        return self._call(self._stub.GetServerInfo, dmlserve_pb2.GetServerInfoRequest(), timeout)
+        return self._call(lambda e: e.stub.GetServerInfo, dmlserve_pb2.GetServerInfoRequest(),
+                          timeout)
 
     def health(self, service: str = "", timeout: Optional[float] = None) -> str:
         """One of SERVING, NOT_SERVING, SERVICE_UNKNOWN or UNKNOWN, as a string."""
-        response = self._call(self._health.Check,
+        response = self._call(lambda e: e.health.Check,
                               health_pb2.HealthCheckRequest(service=service), timeout)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 

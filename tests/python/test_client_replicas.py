@@ -1,0 +1,118 @@
+"""The Python client over three replicas: calls round-robin (every server's metrics show a
+share), register()/release() reach every replica, a stopped replica loses no call, and bad
+targets are refused naming the part."""
+
+import re
+import threading
+import unittest
+import urllib.request
+
+import numpy as np
+
+from client_test_support import reference_qmatmul
+from dmlserve_client import Client, DmlserveError, tensor_ref
+from server_process import ServerProcess, server_binary
+
+
+def answered(server):
+    """dmlserve_requests_total{code="OK"} summed over operators, from the server's metrics."""
+    with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as page:
+        text = page.read().decode()
+    return sum(float(m.group(1)) for m in
+               re.finditer(r'^dmlserve_requests_total\{[^}]*code="OK"[^}]*\} (\S+)$', text,
+                           re.MULTILINE))
+
+
+class ReplicaClientTest(unittest.TestCase):
+    def setUp(self):
+        self.servers = [ServerProcess(server_binary()) for _ in range(3)]
+        self.client = Client(",".join(s.grpc_address for s in self.servers), timeout=60)
+
+    def tearDown(self):
+        self.client.close()
+        for server in self.servers:
+            server.stop()
+
+    def check_qmatmul(self, rng, weights, b):
+        a = rng.integers(0, 256, size=(1, 1, 2, weights.shape[2])).astype(np.uint8)
+        got = self.client.qmatmul(a, 0.5, b, 0.25, 4.0, output_dtype="UINT8")
+        want, _ = reference_qmatmul(a, np.float32(0.5).reshape(1, 1, 1, 1), weights,
+                                    np.float32(0.25).reshape(1, 1, 1, 1),
+                                    np.float32(4.0).reshape(1, 1, 1, 1), np.uint8)
+        np.testing.assert_array_equal(got, want)
+
+    def test_calls_spread_and_a_stopped_replica_loses_none(self):
+        rng = np.random.default_rng(5)
+        weights = rng.integers(0, 256, size=(1, 1, 8, 4)).astype(np.uint8)
+        tensor_id = self.client.register(weights)  # the client makes one id for all three
+        for server in self.servers:
+            with Client(server.grpc_address) as one:
+                self.assertGreaterEqual(one.info().registered_tensor_bytes, weights.nbytes,
+                                        server.grpc_address)
+
+        errors = []
+        done = threading.Event()
+
+        def load(seed):
+            rng = np.random.default_rng(seed)
+            while not done.is_set():
+                try:
+                    self.check_qmatmul(rng, weights, tensor_ref(tensor_id))
+                    results = self.client.stream(
+                        [Client.cumsum_request(np.arange(4, dtype=np.int32)) for _ in range(3)])
+                    for result in results:
+                        if isinstance(result, DmlserveError):
+                            raise result
+                        np.testing.assert_array_equal(
+                            np.frombuffer(result.output.data, dtype=np.int32), [0, 1, 3, 6])
+                except Exception as error:  # noqa: BLE001 - any failure fails the test
+                    errors.append(error)
+                    return
+
+        threads = [threading.Thread(target=load, args=(seed,)) for seed in range(3)]
+        for thread in threads:
+            thread.start()
+        while sum(answered(s) for s in self.servers) < 60 and not errors:
+            pass
+        self.assertTrue(all(answered(s) > 0 for s in self.servers), "every replica serves")
+        self.assertEqual(self.servers[1].stop(), 0)
+        after_stop = [answered(self.servers[i]) for i in (0, 2)]
+        while min(answered(self.servers[i]) - after_stop[j]
+                  for j, i in enumerate((0, 2))) < 20 and not errors:
+            pass
+        done.set()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(errors, [])
+        # The stopped replica cannot release anything: the error names it.
+        with self.assertRaises(DmlserveError) as unreachable:
+            self.client.release(tensor_id)
+        self.assertIn(f"replica {self.servers[1].grpc_address}", unreachable.exception.message)
+
+    def test_register_names_the_replica_that_refused(self):
+        weights = np.zeros((1, 1, 2, 2), dtype=np.uint8)
+        with Client(self.servers[2].grpc_address) as third:
+            third.register(weights, "taken")
+        with self.assertRaises(DmlserveError) as refused:
+            self.client.register(weights, "taken")
+        self.assertEqual(refused.exception.code.name, "ALREADY_EXISTS")
+        self.assertIn(f"refused by replica {self.servers[2].grpc_address}",
+                      refused.exception.message)
+        self.client.release("taken")
+        with self.assertRaises(DmlserveError) as gone:
+            self.client.release("taken")
+        self.assertEqual(gone.exception.code.name, "NOT_FOUND")
+
+    def test_dns_target_and_bad_targets(self):
+        with Client(f"dns:///{self.servers[0].grpc_address}") as by_name:
+            by_name.register(np.arange(3, dtype=np.int32), "by-dns")
+            np.testing.assert_array_equal(by_name.cumsum(tensor_ref("by-dns")), [0, 1, 3])
+            by_name.release("by-dns")
+        with self.assertRaisesRegex(ValueError, "an empty entry"):
+            Client("127.0.0.1:1,,127.0.0.1:2")
+        with self.assertRaisesRegex(ValueError, "give a dns: name on its own"):
+            Client("127.0.0.1:1,dns:///x:1")
+
+
+if __name__ == "__main__":
+    unittest.main()

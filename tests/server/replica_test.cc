@@ -1,0 +1,237 @@
+// Scale-out on loopback: three dmlserve processes started from one tensor
+// repository, and one C++ client given all three endpoints. Requests (unary
+// and streams) use the repository's weights and weights the client registers
+// itself (RegisterTensor reaches every replica); every answer is checked.
+// One replica is stopped with SIGTERM mid-run: its calls in flight finish,
+// later calls go to the others, and no request is lost.
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "client/cpp/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/metrics_scrape.h"
+#include "tests/server/reference_ops.h"
+#include "tests/server/server_process.h"
+#include "tests/server/tensor_values.h"
+#include "tests/server/test_requests.h"
+
+namespace dmlserve::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kReplicas = 3;
+
+// Writes a repository holding `weights`'s B as "repository-b" (raw UINT8).
+std::filesystem::path WriteRepository(const QuantizedMatMulCase& weights) {
+  const std::filesystem::path directory =
+      std::filesystem::path(::testing::TempDir()) / absl::StrCat("dmlserve-replicas-", getpid());
+  std::filesystem::create_directories(directory);
+  std::ofstream(directory / "b.bin", std::ios::binary) << MatMulB(weights).data();
+  std::ofstream(directory / "manifest.json") << absl::StrCat(
+      R"({"tensors": [{"id": "repository-b", "file": "b.bin", "data_type": "UINT8", "sizes": [1, 1, )",
+      weights.k, ", ", weights.n, "]}]}");
+  return directory;
+}
+
+class ReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::BitGen bitgen;
+    repository_weights_ = RandomWeights(bitgen, 24, 8);
+    own_weights_ = RandomWeights(bitgen, 16, 12);
+    const std::filesystem::path repository = WriteRepository(repository_weights_);
+    std::vector<std::string> addresses;
+    for (int i = 0; i < kReplicas; ++i) {
+      absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+          DMLSERVE_BINARY, {absl::StrCat("--tensor_repository=", repository.string())});
+      ASSERT_TRUE(server.ok()) << server.status();
+      addresses.push_back((*server)->grpc_address());
+      servers_.push_back(*std::move(server));
+    }
+    targets_ = absl::StrJoin(addresses, ",");
+  }
+
+  // Requests answered OK by replica `i`, from its metrics.
+  double Answered(int i) {
+    return ScrapeSum(servers_[i]->metrics_address(), "dmlserve_requests_total", {{"code", "OK"}})
+        .value_or(-1);
+  }
+
+  QuantizedMatMulCase repository_weights_;
+  QuantizedMatMulCase own_weights_;
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
+  std::string targets_;
+};
+
+TEST_F(ReplicaTest, RequestsSpreadOverReplicasAndNoneIsLostWhenOneStops) {
+  client::ClientOptions options;
+  options.default_timeout = absl::Seconds(60);
+  absl::StatusOr<std::unique_ptr<client::Client>> client =
+      client::Client::Connect(targets_, options);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  // Registered through the client: every replica must have it.
+  absl::StatusOr<v1::RegisterTensorResponse> registered =
+      (*client)->RegisterTensor(MatMulB(own_weights_), "client-b");
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  for (const auto& server : servers_) {
+    absl::StatusOr<std::unique_ptr<client::Client>> one =
+        client::Client::Connect(server->grpc_address(), options);
+    ASSERT_TRUE(one.ok());
+    absl::BitGen bitgen;
+    const QuantizedMatMulCase c = RandomMatMulCase(bitgen, own_weights_);
+    absl::StatusOr<v1::ExecuteResponse> response =
+        (*one)->Execute(MatMulRequest("on-each", c, "client-b"));
+    ASSERT_TRUE(response.ok()) << server->grpc_address() << ": " << response.status();
+    EXPECT_EQ(TensorValues(response->output()), QuantizedMatMulReference(c));
+  }
+
+  // Four threads, each 60 rounds of one unary call and one 4-item stream,
+  // alternating the repository's weights and the client's own.
+  constexpr int kThreads = 4, kRounds = 60, kStreamItems = 4;
+  std::atomic<int> rounds_done{0}, answers_checked{0};
+  absl::Mutex failures_mu;
+  std::vector<std::string> failures;
+  auto fail = [&](std::string what) {
+    absl::MutexLock lock(&failures_mu);
+    failures.push_back(std::move(what));
+  };
+  auto load = [&](int thread) {
+    absl::BitGen bitgen;
+    for (int round = 0; round < kRounds; ++round) {
+      const bool own = (round + thread) % 2 == 1;
+      const QuantizedMatMulCase& weights = own ? own_weights_ : repository_weights_;
+      const std::string b_id = own ? "client-b" : "repository-b";
+      const QuantizedMatMulCase unary = RandomMatMulCase(bitgen, weights);
+      absl::StatusOr<v1::ExecuteResponse> response =
+          (*client)->Execute(MatMulRequest("unary", unary, b_id));
+      if (!response.ok()) {
+        fail(absl::StrCat("unary: ", response.status().ToString()));
+      } else if (TensorValues(response->output()) != QuantizedMatMulReference(unary)) {
+        fail("unary: a wrong answer");
+      } else {
+        ++answers_checked;
+      }
+      std::vector<QuantizedMatMulCase> cases;
+      std::vector<v1::ExecuteRequest> requests;
+      for (int i = 0; i < kStreamItems; ++i) {
+        cases.push_back(RandomMatMulCase(bitgen, weights));
+        requests.push_back(MatMulRequest(absl::StrCat("item-", i), cases.back(), b_id));
+      }
+      auto results = (*client)->ExecuteMany(std::move(requests));
+      if (!results.ok()) {
+        fail(absl::StrCat("stream: ", results.status().ToString()));
+      } else {
+        for (int i = 0; i < kStreamItems; ++i) {
+          const auto& item = (*results)[i];
+          if (!item.ok()) {
+            fail(absl::StrCat("stream item: ", item.status().ToString()));
+          } else if (TensorValues(item->output()) != QuantizedMatMulReference(cases[i])) {
+            fail("stream item: a wrong answer");
+          } else {
+            ++answers_checked;
+          }
+        }
+      }
+      ++rounds_done;
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(load, t);
+  // A third of the way in, replica 1 is stopped while calls are in flight.
+  while (rounds_done.load() < kThreads * kRounds / 3) absl::SleepFor(absl::Milliseconds(1));
+  const double answered_by_stopped = Answered(1);
+  absl::StatusOr<int> exit_code = servers_[1]->Stop();
+  const int rounds_at_stop = rounds_done.load();
+  for (std::thread& thread : threads) thread.join();
+
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_EQ(*exit_code, 0) << servers_[1]->Output();
+  {
+    absl::MutexLock lock(&failures_mu);
+    EXPECT_THAT(failures, ::testing::IsEmpty()) << servers_[1]->Output();
+  }
+  EXPECT_EQ(answers_checked.load(), kThreads * kRounds * (1 + kStreamItems));
+  EXPECT_LT(rounds_at_stop, kThreads * kRounds) << "the stop came after the load had ended";
+  // Every replica served a share before the stop; the other two after it.
+  EXPECT_GT(answered_by_stopped, 0);
+  for (int i : {0, 2}) EXPECT_GT(Answered(i), answered_by_stopped / 2) << "replica " << i;
+  // The load the stopped replica no longer took went to the others.
+  const double total = Answered(0) + Answered(2);
+  EXPECT_GE(total + answered_by_stopped, kThreads * kRounds * (1 + kStreamItems) / 2);
+}
+
+TEST_F(ReplicaTest, RegisterAndReleaseReachEveryReplicaAndNameTheOneThatRefused) {
+  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Connect(targets_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  // Without an id, the client makes one that every replica shares.
+  absl::StatusOr<v1::RegisterTensorResponse> generated =
+      (*client)->RegisterTensor(MatMulB(own_weights_));
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  for (const auto& server : servers_) {
+    absl::StatusOr<std::unique_ptr<client::Client>> one =
+        client::Client::Connect(server->grpc_address());
+    ASSERT_TRUE(one.ok());
+    EXPECT_TRUE((*one)->ReleaseTensor(generated->tensor_id()).ok()) << server->grpc_address();
+  }
+
+  // Replica 2 already has "taken": registering it through the client names it.
+  absl::StatusOr<std::unique_ptr<client::Client>> third =
+      client::Client::Connect(servers_[2]->grpc_address());
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE((*third)->RegisterTensor(MatMulB(own_weights_), "taken").ok());
+  absl::StatusOr<v1::RegisterTensorResponse> refused =
+      (*client)->RegisterTensor(MatMulB(own_weights_), "taken");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat("refused by replica ", servers_[2]->grpc_address())));
+  EXPECT_THAT(refused.status().message(), HasSubstr(servers_[0]->grpc_address()));
+  // Release reaches all three (each had it by now).
+  EXPECT_TRUE((*client)->ReleaseTensor("taken").ok());
+  EXPECT_EQ((*client)->ReleaseTensor("taken").code(), absl::StatusCode::kNotFound);
+  // The repository's tensors are read-only on every replica.
+  EXPECT_EQ((*client)->ReleaseTensor("repository-b").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ReplicaTest, ADnsTargetBalancesAndRegistersOnTheAddressesItResolvesTo) {
+  // A numeric name resolves to itself: one replica, through the dns: path.
+  absl::StatusOr<std::unique_ptr<client::Client>> client =
+      client::Client::Connect(absl::StrCat("dns:///", servers_[0]->grpc_address()));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<v1::RegisterTensorResponse> registered =
+      (*client)->RegisterTensor(MatMulB(own_weights_), "by-dns");
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  absl::BitGen bitgen;
+  const QuantizedMatMulCase c = RandomMatMulCase(bitgen, own_weights_);
+  absl::StatusOr<v1::ExecuteResponse> response =
+      (*client)->Execute(MatMulRequest("by-dns", c, "by-dns"));
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(TensorValues(response->output()), QuantizedMatMulReference(c));
+  EXPECT_TRUE((*client)->ReleaseTensor("by-dns").ok());
+  EXPECT_THAT(client::Client::Connect("dns:///").status().message(),
+              HasSubstr("a dns: target names one host"));
+}
+
+TEST(ReplicaTargetTest, BadTargetsAreRefusedNamingThePart) {
+  EXPECT_THAT(client::Client::Connect("127.0.0.1:1,,127.0.0.1:2").status().message(),
+              HasSubstr("an empty entry"));
+  EXPECT_THAT(client::Client::Connect("127.0.0.1:1,dns:///x:1").status().message(),
+              HasSubstr("give a dns: name on its own"));
+  EXPECT_EQ(client::Client::Connect("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dmlserve::testing
