@@ -225,6 +225,34 @@ TEST_F(ReplicaTest, ADnsTargetBalancesAndRegistersOnTheAddressesItResolvesTo) {
               HasSubstr("a dns: target names one host"));
 }
 
+TEST_F(ReplicaTest, TheCliRegistersAndReleasesOnEveryReplica) {
+  const std::string server = absl::StrCat("--server=", targets_);
+  absl::StatusOr<ServerProcess::Exit> registered = ServerProcess::RunToExit(
+      DMLSERVE_CLI,
+      {server, "register", "--dtype=INT32", "--sizes=4", "--values=1,2,3,4", "--id=cli-values"});
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_EQ(registered->exit_code, 0) << registered->output;
+  for (const auto& replica : servers_) {
+    absl::StatusOr<std::unique_ptr<client::Client>> one =
+        client::Client::Connect(replica->grpc_address());
+    ASSERT_TRUE(one.ok());
+    client::ScanOptions scan;
+    absl::StatusOr<v1::ExecuteResponse> response =
+        (*one)->CumulativeSummation(TensorRef("cli-values"), scan);
+    ASSERT_TRUE(response.ok()) << replica->grpc_address() << ": " << response.status();
+    EXPECT_EQ(TensorValues(response->output()), (std::vector<double>{1, 3, 6, 10}));
+  }
+  absl::StatusOr<ServerProcess::Exit> released =
+      ServerProcess::RunToExit(DMLSERVE_CLI, {server, "release", "--id=cli-values"});
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->exit_code, 0) << released->output;
+  absl::StatusOr<ServerProcess::Exit> bad =
+      ServerProcess::RunToExit(DMLSERVE_CLI, {"--server=127.0.0.1:1,,x:2", "info"});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(bad->exit_code, 0);
+  EXPECT_THAT(bad->output, HasSubstr("an empty entry in the list"));
+}
+
 TEST(ReplicaTargetTest, BadTargetsAreRefusedNamingThePart) {
   EXPECT_THAT(client::Client::Connect("127.0.0.1:1,,127.0.0.1:2").status().message(),
               HasSubstr("an empty entry"));
