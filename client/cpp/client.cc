@@ -100,8 +100,10 @@ absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& re
   const CallOptions once = WithDefaultDeadline(call);
   const size_t replicas = endpoints_->rotation_size();
   absl::Status status;
+  size_t turn = 0;
   for (size_t attempt = 0; attempt < replicas; ++attempt) {
-    std::shared_ptr<const Endpoint> endpoint = endpoints_->Next();
+    std::shared_ptr<const Endpoint> endpoint =
+        attempt == 0 ? endpoints_->Next(&turn) : endpoints_->Retry(turn, attempt);
     std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
     v1::ExecuteResponse response;
     status = FromGrpcStatus(endpoint->stub->Execute(context.get(), request, &response));
@@ -150,20 +152,23 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   const CallOptions once = WithDefaultDeadline(call);
   const size_t replicas = endpoints_->rotation_size();
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> results;
+  size_t turn = 0;
   for (size_t attempt = 0; attempt < replicas; ++attempt) {
     // A stream refused before any answer (a replica that stopped) is sent
     // again, whole, to the next replica.
-    results = ExecuteManyOnce(requests, index_of, once);
+    std::shared_ptr<const Endpoint> endpoint =
+        attempt == 0 ? endpoints_->Next(&turn) : endpoints_->Retry(turn, attempt);
+    results = ExecuteManyOnce(*endpoint, requests, index_of, once);
     if (results.ok() || !TryNextReplica(results.status())) break;
   }
   return results;
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::ExecuteManyOnce(
-    const std::vector<v1::ExecuteRequest>& requests,
+    const Endpoint& endpoint, const std::vector<v1::ExecuteRequest>& requests,
     const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call) {
   std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>> answers(requests.size());
-  std::unique_ptr<StreamSession> session = OpenStream(call);
+  auto session = std::make_unique<StreamSession>(endpoint.stub.get(), MakeContext(call));
   // Writing on its own thread keeps both directions flowing: a server that
   // answers while it reads would otherwise stall once flow control fills up.
   std::thread writer([&session, &requests] {
@@ -192,7 +197,9 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   if (!protocol_error.ok()) return protocol_error;
   const bool any_answer =
       std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
-  if (!stream_status.ok() && !any_answer) return stream_status;
+  if (!stream_status.ok() && !any_answer) {
+    return NameReplica(stream_status, endpoint, endpoints_->rotation_size());
+  }
 
   std::vector<absl::StatusOr<v1::ExecuteResponse>> results;
   results.reserve(requests.size());

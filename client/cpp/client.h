@@ -96,9 +96,9 @@ class Client {
   // `call` with the client's default timeout applied, so that retries on
   // other replicas share one deadline.
   CallOptions WithDefaultDeadline(const CallOptions& call) const;
-  // One ExecuteMany stream on the next replica.
+  // One ExecuteMany stream on `endpoint`.
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteManyOnce(
-      const std::vector<v1::ExecuteRequest>& requests,
+      const Endpoint& endpoint, const std::vector<v1::ExecuteRequest>& requests,
       const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call);
   std::unique_ptr<grpc::ClientContext> MakeContext(const CallOptions& call) const;
 

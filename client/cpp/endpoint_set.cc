@@ -148,19 +148,22 @@ std::shared_ptr<grpc::Channel> EndpointSet::MakeChannel(const std::string& targe
   return grpc::CreateCustomChannel(target, credentials, arguments);
 }
 
-std::shared_ptr<const Endpoint> EndpointSet::Next() {
+std::shared_ptr<const Endpoint> EndpointSet::Next(size_t* turn) {
   const size_t count = endpoints_.size();
-  const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
-  if (count == 1) return endpoints_[0];
+  const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % count;
+  size_t chosen = start;
   // Round robin, passing over replicas that failed to connect while another
   // may serve: a stopped replica costs no call its failure.
-  for (size_t i = 0; i < count; ++i) {
-    const std::shared_ptr<const Endpoint>& endpoint = endpoints_[(start + i) % count];
-    if (endpoint->channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_TRANSIENT_FAILURE) {
-      return endpoint;
+  for (size_t i = 0; count > 1 && i < count; ++i) {
+    const size_t at = (start + i) % count;
+    if (endpoints_[at]->channel->GetState(/*try_to_connect=*/false) !=
+        GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      chosen = at;
+      break;
     }
   }
-  return endpoints_[start % count];
+  if (turn != nullptr) *turn = chosen;
+  return endpoints_[chosen];
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<const Endpoint>>> EndpointSet::Replicas() {

@@ -53,8 +53,15 @@ class EndpointSet {
   EndpointSet(const EndpointSet&) = delete;
   EndpointSet& operator=(const EndpointSet&) = delete;
 
-  // The endpoint for the next call: round-robin over a list.
-  std::shared_ptr<const Endpoint> Next();
+  // The endpoint for a call's first try: round-robin over a list. `turn`, if
+  // given, receives its position, for Retry.
+  std::shared_ptr<const Endpoint> Next(size_t* turn = nullptr);
+  // The endpoint for try `attempt` (1, 2, ...) of the call whose first try was
+  // at `turn`: the replicas after it in order, so that, whatever other calls
+  // do meanwhile, no retry lands on a replica this call already tried.
+  std::shared_ptr<const Endpoint> Retry(size_t turn, size_t attempt) const {
+    return endpoints_[(turn + attempt) % endpoints_.size()];
+  }
 
   // How many endpoints Next() rotates over (1 for a single or dns: target):
   // how often a call refused UNAVAILABLE may be tried again elsewhere.

@@ -172,15 +172,20 @@ class Client:
             return grpc.insecure_channel(target, options=options)
         return grpc.secure_channel(target, self._credentials, options=options)
 
-    def _pick(self) -> _Endpoint:
-        """The next endpoint, round-robin, passing over replicas that failed to connect."""
+    def _turn(self) -> int:
+        """The position of a call's first try: round-robin, passing over replicas that
+        failed to connect. Try k of the call goes to position turn + k, so that no retry
+        lands on a replica the call already tried, whatever other threads do."""
         start = next(self._next)
         count = len(self._endpoints)
         for i in range(count):
-            endpoint = self._endpoints[(start + i) % count]
-            if endpoint.state != grpc.ChannelConnectivity.TRANSIENT_FAILURE:
-                return endpoint
-        return self._endpoints[start % count]
+            if self._endpoints[(start + i) % count].state != \
+                    grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+                return start + i
+        return start
+
+    def _pick(self) -> _Endpoint:
+        return self._endpoints[self._turn() % len(self._endpoints)]
 
     def _replicas(self) -> List[_Endpoint]:
         """Every replica: the list, or a dns: name's addresses resolved now."""
@@ -223,8 +228,9 @@ class Client:
         timeout = self._timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         attempts = len(self._endpoints) if retry else 1
+        turn = self._turn()
         for attempt in range(attempts):
-            endpoint = self._pick()
+            endpoint = self._endpoints[(turn + attempt) % len(self._endpoints)]
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 return method(endpoint)(request, timeout=left)
@@ -251,12 +257,19 @@ class Client:
         A failed item is a response whose `status.code` is not 0; a failed stream
         raises DmlserveError.
         """
-        call = self._pick().stub.ExecuteStream(
+        return self._stream_on(self._pick(), requests, timeout)
+
+    def _stream_on(self, endpoint, requests, timeout):
+        call = endpoint.stub.ExecuteStream(
             iter(requests), timeout=self._timeout if timeout is None else timeout)
         try:
             yield from call
         except grpc.RpcError as error:
-            raise _error_from_rpc(error) from None
+            failure = _error_from_rpc(error)
+            if len(self._endpoints) > 1:
+                failure = DmlserveError(failure.code,
+                                        f"{failure.message} (replica {endpoint.name})")
+            raise failure from None
 
     def stream(self, requests: Iterable["dmlserve_pb2.ExecuteRequest"],
                timeout: Optional[float] = None
@@ -271,18 +284,20 @@ class Client:
             if request.request_id in index:
                 raise ValueError(f"duplicate request_id {request.request_id!r}")
             index[request.request_id] = i
+        turn = self._turn()
         for attempt in range(len(self._endpoints)):
+            endpoint = self._endpoints[(turn + attempt) % len(self._endpoints)]
             try:
-                return self._stream_once(requests, index, timeout)
+                return self._stream_once(endpoint, requests, index, timeout)
             except _RefusedBeforeAnyAnswer as refused:
                 # A replica that stopped: the whole stream goes to the next one.
                 if attempt + 1 == len(self._endpoints):
                     raise refused.error from None
 
-    def _stream_once(self, requests, index, timeout):
+    def _stream_once(self, endpoint, requests, index, timeout):
         results = [None] * len(requests)
         answered = False
-        stream = self.execute_stream(requests, timeout)
+        stream = self._stream_on(endpoint, requests, timeout)
         while True:
             try:
                 response = next(stream)
