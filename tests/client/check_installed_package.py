@@ -25,7 +25,9 @@ def build_step(command):
 
 def main():
     build, consumer, binary = sys.argv[1:4]
-    with tempfile.TemporaryDirectory() as scratch:
+    # Inside the build tree, like every other build output (not /tmp, whose mount options
+    # and size differ between machines).
+    with tempfile.TemporaryDirectory(dir=build, prefix="installed-package-") as scratch:
         prefix = pathlib.Path(scratch, "prefix")
         build_step(["cmake", "--install", build, "--prefix", str(prefix)])
         example = prefix / "share/doc/dmlserve/examples/client_example.cc"
