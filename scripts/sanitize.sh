@@ -23,7 +23,7 @@ case "$mode" in
   address)
     build=${DMLSERVE_ASAN_BUILD_DIR:-$root/build-asan}
     targets=(dmlserve dmlserve-cli dmlserve_kernels_test scheduler_test request_path_test
-      server_integration_test metrics_test client_unit_test client_integration_test
+      server_integration_test replica_test metrics_test client_unit_test client_integration_test
       dmlserve_proto_python dmlserve_client_python_stubs)
     labels='^(kernels|scheduler|server|client|python|metrics)$'
     # Leaks fail the process at exit; UBSan stops at the first report.
