@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,14 +27,11 @@ bool TryNextReplica(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsCancelled(status);
 }
 
-// "the replica at NAME" for errors, or nothing with a single server.
-std::string OnReplica(const Endpoint& endpoint, size_t replicas) {
-  return replicas > 1 ? absl::StrCat(" (replica ", endpoint.name, ")") : std::string();
-}
-
+// `status` with " (replica NAME)" added when there are several replicas.
 absl::Status NameReplica(const absl::Status& status, const Endpoint& endpoint, size_t replicas) {
   if (status.ok() || replicas <= 1) return status;
-  return absl::Status(status.code(), absl::StrCat(status.message(), OnReplica(endpoint, replicas)));
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (replica ", endpoint.name, ")"));
 }
 
 // An id every replica shares, for a tensor registered without one.
@@ -95,23 +93,31 @@ std::unique_ptr<grpc::ClientContext> Client::MakeContext(const CallOptions& call
   return context;
 }
 
-absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& request,
-                                                    const CallOptions& call) {
-  const CallOptions once = WithDefaultDeadline(call);
+absl::Status Client::OnReplicas(absl::FunctionRef<absl::Status(const Endpoint&)> attempt) {
   const size_t replicas = endpoints_->rotation_size();
   absl::Status status;
   size_t turn = 0;
-  for (size_t attempt = 0; attempt < replicas; ++attempt) {
+  for (size_t i = 0; i < replicas; ++i) {
     std::shared_ptr<const Endpoint> endpoint =
-        attempt == 0 ? endpoints_->Next(&turn) : endpoints_->Retry(turn, attempt);
-    std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
-    v1::ExecuteResponse response;
-    status = FromGrpcStatus(endpoint->stub->Execute(context.get(), request, &response));
-    if (status.ok()) return response;
+        i == 0 ? endpoints_->Next(&turn) : endpoints_->Retry(turn, i);
+    status = attempt(*endpoint);
+    if (status.ok()) return status;
     status = NameReplica(status, *endpoint, replicas);
     if (!TryNextReplica(status)) break;
   }
   return status;
+}
+
+absl::StatusOr<v1::ExecuteResponse> Client::Execute(const v1::ExecuteRequest& request,
+                                                    const CallOptions& call) {
+  const CallOptions once = WithDefaultDeadline(call);
+  v1::ExecuteResponse response;
+  absl::Status status = OnReplicas([&](const Endpoint& endpoint) {
+    std::unique_ptr<grpc::ClientContext> context = MakeContext(once);
+    return FromGrpcStatus(endpoint.stub->Execute(context.get(), request, &response));
+  });
+  if (!status.ok()) return status;
+  return response;
 }
 
 absl::StatusOr<v1::ExecuteResponse> Client::CumulativeSummation(const v1::Tensor& input,
@@ -150,17 +156,14 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   }
 
   const CallOptions once = WithDefaultDeadline(call);
-  const size_t replicas = endpoints_->rotation_size();
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> results;
-  size_t turn = 0;
-  for (size_t attempt = 0; attempt < replicas; ++attempt) {
-    // A stream refused before any answer (a replica that stopped) is sent
-    // again, whole, to the next replica.
-    std::shared_ptr<const Endpoint> endpoint =
-        attempt == 0 ? endpoints_->Next(&turn) : endpoints_->Retry(turn, attempt);
-    results = ExecuteManyOnce(*endpoint, requests, index_of, once);
-    if (results.ok() || !TryNextReplica(results.status())) break;
-  }
+  // A stream refused before any answer (a replica that stopped) is sent
+  // again, whole, to the next replica.
+  absl::Status status = OnReplicas([&](const Endpoint& endpoint) {
+    results = ExecuteManyOnce(endpoint, requests, index_of, once);
+    return results.status();
+  });
+  if (!status.ok()) return status;
   return results;
 }
 
@@ -197,9 +200,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   if (!protocol_error.ok()) return protocol_error;
   const bool any_answer =
       std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
-  if (!stream_status.ok() && !any_answer) {
-    return NameReplica(stream_status, endpoint, endpoints_->rotation_size());
-  }
+  if (!stream_status.ok() && !any_answer) return stream_status;
 
   std::vector<absl::StatusOr<v1::ExecuteResponse>> results;
   results.reserve(requests.size());

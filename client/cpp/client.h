@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/cpp/client_options.h"
@@ -96,6 +97,10 @@ class Client {
   // `call` with the client's default timeout applied, so that retries on
   // other replicas share one deadline.
   CallOptions WithDefaultDeadline(const CallOptions& call) const;
+  // Runs `attempt` on the next replica and, while it fails with a status
+  // worth another replica (UNAVAILABLE, CANCELLED), on the replicas after it,
+  // once each. The last failure names its replica.
+  absl::Status OnReplicas(absl::FunctionRef<absl::Status(const Endpoint&)> attempt);
   // One ExecuteMany stream on `endpoint`.
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteManyOnce(
       const Endpoint& endpoint, const std::vector<v1::ExecuteRequest>& requests,
