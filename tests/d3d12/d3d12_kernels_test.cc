@@ -30,7 +30,7 @@ namespace {
 class D3D12KernelsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<AdapterInfo> adapter = d3d12::testing::SoftwareAdapter();
+    absl::StatusOr<AdapterInfo> adapter = d3d12::testing::TestAdapter();
     ASSERT_TRUE(adapter.ok()) << adapter.status();
     D3D12Options options;
     options.adapter_indices = {adapter->index};

@@ -1,15 +1,30 @@
 #include "tests/d3d12/runtime_test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "tests/d3d12/test_kernels.h"
 
 namespace dmlserve::d3d12::testing {
 
-absl::StatusOr<AdapterInfo> SoftwareAdapter() {
+absl::StatusOr<AdapterInfo> TestAdapter() {
   absl::StatusOr<std::vector<AdapterInfo>> adapters = EnumerateAdapters();
   if (!adapters.ok()) return adapters.status();
+  if (const char* chosen = std::getenv("DMLSERVE_TEST_D3D12_ADAPTER"); chosen != nullptr) {
+    int index = -1;
+    if (!absl::SimpleAtoi(chosen, &index)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("DMLSERVE_TEST_D3D12_ADAPTER=", chosen, " is not an adapter index"));
+    }
+    for (const AdapterInfo& adapter : *adapters) {
+      if (adapter.index == index) return adapter;
+    }
+    return absl::NotFoundError(absl::StrCat("DMLSERVE_TEST_D3D12_ADAPTER=", chosen, ": only ",
+                                            adapters->size(), " adapters"));
+  }
   for (const AdapterInfo& adapter : *adapters) {
     if (adapter.software) return adapter;
   }

@@ -15,10 +15,12 @@
 
 namespace dmlserve::d3d12::testing {
 
-// The first software adapter (lavapipe here); an error, never a skip, when
-// there is none: the D3D12 tests must fail loudly on a machine without
-// Vulkan/lavapipe.
-absl::StatusOr<AdapterInfo> SoftwareAdapter();
+// The adapter the D3D12 tests run on: the first software adapter (lavapipe,
+// as in CI) unless DMLSERVE_TEST_D3D12_ADAPTER names another by index (as
+// `dmlserve --devices` counts them), to run the same suite on a real GPU.
+// An error, never a skip, when there is none: the D3D12 tests must fail
+// loudly on a machine without Vulkan/lavapipe.
+absl::StatusOr<AdapterInfo> TestAdapter();
 
 std::shared_ptr<const Buffer> HostBytes(const std::vector<uint32_t>& values);
 std::vector<uint32_t> Words(absl::string_view bytes);

@@ -231,7 +231,17 @@ class QuantizedMatMulBuilder {
       a_.movc(unscale, up, A::lf(0x1p-64f), unscale);
       a_.mul(scale, params.x(), factor);
       a_.mul(scale, scale, b_scale);
-      a_.div(scale, scale, params.y());
+      // GPUs divide as x * rcp(y), and rcp(y) of an output scale of 2^126 or
+      // more is subnormal, which they flush to zero (an H100 through vkd3d
+      // answered 0 for 3 * 4 * 1e38 / 1e38). Both sides are scaled by 2^-64
+      // when the output scale is that large: exact, and a numerator made
+      // subnormal by it only means a ratio below 2^-126, whose product with
+      // any int32 accumulator rounds to 0 anyway.
+      a_.ge(t, params.y().abs(), A::lf(0x1p64f));
+      a_.movc(t, t, A::lf(0x1p-64f), A::lf(1.0f));
+      a_.mul(scale, scale, t);
+      a_.mul(t, params.y(), t);
+      a_.div(scale, scale, t);
       a_.mul(scale, scale, unscale);
       a_.itof(value, acc_[i]);
       a_.mul(value, value, scale);
