@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
+#include "kernels/backend/execution_hints.h"
 #include "scheduler/batch.h"
 #include "scheduler/batch_queue.h"
 #include "scheduler/device_pool.h"
@@ -99,7 +100,9 @@ class Scheduler::Impl : public JobCancellationListener {
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
-  void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch);
+  // `busy`: the load signal when `batch` was taken (UnderLoadLocked), passed
+  // to the device as a BusyCoresScope.
+  void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy);
   // Takes the batch `slot` should run next, or null; `accept` may refuse a
   // batch. Completes its expired and cancelled jobs into `completions` (null
   // when none is left) and counts it as running on `slot`.
@@ -225,7 +228,8 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   // sustained load, a job that pays to run in company waits for it instead
   // (see BatchQueue): later arrivals run the batch.
   if (queue_.empty() && idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
-    if (UnderLoadLocked()) company = idle->device->PreferredCompany(job->operation);
+    const bool busy = UnderLoadLocked();
+    if (busy) company = idle->device->PreferredCompany(job->operation);
     if (company <= 1) {
       ++idle->inflight;
       ++inflight_batches_;
@@ -233,7 +237,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
       mu_.Unlock();
       auto batch = std::make_unique<Batch>(std::move(key));
       batch->Add(std::move(job), own_bytes);
-      RunOnCaller(idle, std::move(batch));
+      RunOnCaller(idle, std::move(batch), busy);
       return absl::OkStatus();
     }
   }
@@ -250,10 +254,11 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
       std::unique_ptr<Batch> batch = TakeLocked(idle, now, CheapOn(*idle->device), completions);
       if (batch != nullptr) ++caller_loops_;
       if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+      const bool busy = UnderLoadLocked();
       mu_.Unlock();
       ReportDepth();
       Complete(completions);
-      if (batch != nullptr) RunOnCaller(idle, std::move(batch));
+      if (batch != nullptr) RunOnCaller(idle, std::move(batch), busy);
       if (job->is_cancelled()) OnJobCancelled(*job);
       return absl::OkStatus();
     }
@@ -411,12 +416,16 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
   return batch;
 }
 
-void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
+void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   auto cheap = CheapOn(*slot->device);
   std::vector<Completion> completions;
   std::vector<Answer> answers;
   for (int batches = 1; batch != nullptr; ++batches) {
-    const absl::Status failure = Run(*slot, *batch, answers);
+    absl::Status failure;
+    {
+      const BusyCoresScope cores(busy);
+      failure = Run(*slot, *batch, answers);
+    }
     bool removed_now;
     int devices_left;
     {
@@ -439,6 +448,7 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch) {
           pool_.ShouldTake(*slot)) {
         batch = TakeLocked(slot, now, cheap, completions);
       }
+      busy = UnderLoadLocked();
       if (batch == nullptr) --caller_loops_;
       // What is left is for the devices' workers: all of it once this thread
       // stops, and meanwhile what a device with room may start now.

@@ -1,6 +1,7 @@
 #include "kernels/cpu/cpu_device.h"
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "kernels/backend/execution_hints.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
@@ -86,6 +88,9 @@ int CpuDevice::PreferredCompany(const Operation& operation) const {
 }
 
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
+  // On a busy gRPC thread (see BusyCoresScope) the kernels stay on it.
+  std::optional<SerialParallelForScope> serial;
+  if (BusyCoresScope::Active()) serial.emplace();
   std::vector<const QuantizedMatMulOperation*> matmuls;
   std::vector<Tensor*> matmul_outputs;
   std::vector<const WorkStopCheck*> matmul_stops;

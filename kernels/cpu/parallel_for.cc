@@ -72,6 +72,8 @@ struct Loop {
 // Whether this thread holds a kernel slot (so nested calls do not take
 // another one).
 thread_local bool holds_slot = false;
+// Whether a SerialParallelForScope is active on this thread.
+thread_local bool serial = false;
 
 class ThreadPool {
  public:
@@ -156,15 +158,19 @@ ThreadPool& Pool() {
 
 int ParallelismLevel() { return Pool().workers() + 1; }
 
+SerialParallelForScope::SerialParallelForScope() : previous_(serial) { serial = true; }
+SerialParallelForScope::~SerialParallelForScope() { serial = previous_; }
+
 void ParallelFor(int64_t count, int64_t min_chunk,
                  absl::FunctionRef<void(int64_t begin, int64_t end)> body,
                  int64_t chunks_per_thread) {
   if (count <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
   ThreadPool& pool = Pool();
-  if (count / min_chunk < 2) {
-    // Too little work to split: run it here. Small enough not to need a slot
-    // (taking one costs more than such a body).
+  if (serial || count / min_chunk < 2) {
+    // Asked to stay on this thread, or too little work to split: run it
+    // here, without a slot (taking one costs more than a small body, and a
+    // serial caller's cores are busy with other work anyway).
     body(0, count);
     return;
   }

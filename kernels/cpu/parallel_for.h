@@ -40,6 +40,21 @@ void ParallelFor(int64_t count, int64_t min_chunk,
                  absl::FunctionRef<void(int64_t begin, int64_t end)> body,
                  int64_t chunks_per_thread = 4);
 
+// While an instance lives, ParallelFor calls on this thread run every chunk
+// on this thread, without the pool (and without taking a slot). For callers
+// that know the other cores are busy with other work (see
+// kernels/backend/execution_hints.h). Scopes nest.
+class SerialParallelForScope {
+ public:
+  SerialParallelForScope();
+  ~SerialParallelForScope();
+  SerialParallelForScope(const SerialParallelForScope&) = delete;
+  SerialParallelForScope& operator=(const SerialParallelForScope&) = delete;
+
+ private:
+  const bool previous_;
+};
+
 }  // namespace dmlserve
 
 #endif  // DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_

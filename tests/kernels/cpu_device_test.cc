@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "kernels/backend/execution_hints.h"
 #include "tests/reference/random_operations.h"
 #include "tests/reference/reference.h"
 
@@ -148,6 +149,29 @@ TEST(CpuDeviceTest, AScanOfAnInputNobodyElseHoldsRunsInPlace) {
     EXPECT_EQ(items[0].output.bytes.get(), storage);
     EXPECT_TRUE(reference::CheckOutput(original, items[0].output).ok())
         << reference::CheckOutput(original, items[0].output);
+  }
+}
+
+// On a busy gRPC thread (BusyCoresScope) the kernels run on the calling
+// thread alone; the answers must not change by a bit, scans and products of
+// every type and shape alike, large ones included (which the pool would split).
+TEST(CpuDeviceTest, BusyCoresGiveTheSameAnswersOnTheCallingThread) {
+  CpuDevice device(0);
+  reference::RandomOperationGenerator generator(4242);
+  generator.set_max_elements(1 << 18);
+  for (int i = 0; i < 80; ++i) {
+    const Operation operation = generator.Next();
+    // A second holder of the input keeps the device from scanning in place
+    // (which would change the input the second run reads).
+    const Operation holder = operation;
+    const Tensor pooled = ExecuteOne(device, operation);
+    Tensor serial;
+    {
+      const BusyCoresScope busy(true);
+      serial = ExecuteOne(device, operation);
+    }
+    ASSERT_TRUE(reference::CheckExact(pooled, serial).ok()) << i;
+    ASSERT_TRUE(reference::CheckOutput(operation, serial).ok()) << i;
   }
 }
 

@@ -52,6 +52,29 @@ TEST(ParallelForTest, UsesSeveralThreadsForLargeRanges) {
   EXPECT_GE(max_active.load(), 2);
 }
 
+TEST(ParallelForTest, ASerialScopeKeepsEveryChunkOnTheCallingThread) {
+  const std::thread::id caller = std::this_thread::get_id();
+  {
+    SerialParallelForScope serial;
+    { SerialParallelForScope nested; }
+    // Still serial after the nested scope ended.
+    std::vector<int> hits(1000, 0);
+    ParallelFor(1000, 1, [&](int64_t begin, int64_t end) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      for (int64_t i = begin; i < end; ++i) ++hits[i];
+    });
+    for (int hit : hits) ASSERT_EQ(hit, 1);
+  }
+  if (ParallelismLevel() < 2) return;
+  // The scope is over: large ranges use the pool again.
+  std::atomic<bool> other_thread{false};
+  ParallelFor(64, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller) other_thread = true;
+    for (int spin = 0; spin < 2000000 && !other_thread.load(); ++spin) std::this_thread::yield();
+  });
+  EXPECT_TRUE(other_thread.load());
+}
+
 TEST(ParallelForTest, NestedAndConcurrentCallsComplete) {
   std::atomic<int64_t> total{0};
   std::vector<std::thread> threads;

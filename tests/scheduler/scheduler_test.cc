@@ -973,6 +973,8 @@ TEST_F(CompanyTest, AtLowLoadAJobThatPrefersCompanyRunsAtOnce) {
   // Nothing else arrives at this server: waiting would only add latency.
   EXPECT_TRUE(job->finished.HasBeenNotified());
   ExpectCorrectScan(*job);
+  // Idle cores: the device may spread the batch over them.
+  EXPECT_FALSE(devices_[0]->busy_cores().back());
 }
 
 TEST_F(CompanyTest, UnderLoadAJobArrivingAtAnIdleDeviceWaitsForCompany) {
@@ -994,6 +996,21 @@ TEST_F(CompanyTest, UnderLoadAJobArrivingAtAnIdleDeviceWaitsForCompany) {
   EXPECT_EQ(first->result.info.batch_size, 3u);
 }
 
+TEST_F(CompanyTest, CallerThreadBatchesAreMarkedBusyOnlyUnderLoad) {
+  // A device that splits a batch over its own threads (the CPU backend's
+  // kernel pool) keeps it on the gRPC thread when every core serves requests.
+  StartWithCompany(3);
+  MakeLoad();
+  auto first = Submit(ScanOf(kF32, {2}, 2));
+  auto second = Submit(ScanOf(kF32, {2}, 3));
+  auto third = Submit(ScanOf(kF32, {2}, 4));
+  ASSERT_TRUE(third->finished.HasBeenNotified());
+  EXPECT_EQ(devices_[0]->threads().back(), std::this_thread::get_id());
+  EXPECT_TRUE(devices_[0]->busy_cores().back()) << "under load, on the submitting thread";
+  // Nothing leaks past the batch: this thread is outside any scope again.
+  EXPECT_FALSE(BusyCoresScope::Active());
+}
+
 TEST_F(CompanyTest, AHeldJobRunsWhenMaxQueueDelayPassesWithoutCompany) {
   const absl::Duration delay = absl::Milliseconds(30);
   StartWithCompany(3, delay);
@@ -1008,6 +1025,8 @@ TEST_F(CompanyTest, AHeldJobRunsWhenMaxQueueDelayPassesWithoutCompany) {
   ExpectCorrectScan(*job);
   EXPECT_THAT(NewBatches(), ElementsAre(ElementsAre(1)));
   EXPECT_NE(devices_[0]->threads().back(), std::this_thread::get_id());
+  // A device's own worker serves no requests: its batches may use every core.
+  EXPECT_FALSE(devices_[0]->busy_cores().back());
 }
 
 TEST_F(CompanyTest, OtherWorkDoesNotWaitBehindAHeldBatch) {

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "kernels/backend/device.h"
+#include "kernels/backend/execution_hints.h"
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
 
@@ -57,6 +58,7 @@ class TestDevice : public Device {
       ++entered_;
       attempted_.push_back(batch);
       threads_.push_back(std::this_thread::get_id());
+      busy_cores_.push_back(BusyCoresScope::Active());
       changed_.SignalAll();
       while (held_) changed_.Wait(&mu_);
       if (failures_left_ > 0) {
@@ -154,6 +156,11 @@ class TestDevice : public Device {
     absl::MutexLock lock(&mu_);
     return threads_;
   }
+  // BusyCoresScope::Active() as Execute saw it, per attempted batch.
+  std::vector<bool> busy_cores() const {
+    absl::MutexLock lock(&mu_);
+    return busy_cores_;
+  }
   std::vector<std::string> evicted() const {
     absl::MutexLock lock(&mu_);
     return evicted_;
@@ -171,6 +178,7 @@ class TestDevice : public Device {
   bool run_on_caller_thread_ ABSL_GUARDED_BY(mu_) = false;
   int preferred_company_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> busy_cores_ ABSL_GUARDED_BY(mu_);
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> resident_ ABSL_GUARDED_BY(mu_);
