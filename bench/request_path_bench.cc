@@ -23,9 +23,10 @@
 #include "benchmark/benchmark.h"
 #include "client/cpp/tensor_codec.h"
 #include "kernels/cpu/cpu_device.h"
+#include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
 #include "server/memory_budget.h"
-#include "server/metrics/text_registry.h"
+#include "server/metrics/scrape_time_gauges.h"
 #include "server/request_decoder.h"
 #include "server/request_executor.h"
 #include "server/service_metrics.h"
@@ -79,12 +80,15 @@ namespace {
 class RequestPath {
  public:
   RequestPath()
-      : registry_(metrics::CreateRegistry()),
-        metrics_(registry_.get(), "bench", 64),
+      : metrics_(&registry_, &gauges_, "bench", 64),
         budget_(uint64_t{2} << 30),
         scheduler_(SchedulerOptions(), CreateCpuDevices(1), &metrics_),
         tensors_(uint64_t{1} << 30, [this](absl::string_view id) { scheduler_.EvictTensor(id); }),
-        executor_(&scheduler_, &tensors_, &metrics_, uint64_t{64} << 20, &budget_) {}
+        executor_(&scheduler_, &tensors_, &metrics_, uint64_t{64} << 20, &budget_) {
+    // As main.cc does: per-device series exist before the first batch.
+    metrics_.ObserveDevices(&scheduler_);
+    metrics_.ObserveTensorRegistry(&tensors_);
+  }
 
   absl::Status Register(const v1::Tensor& proto, const std::string& id) {
     v1::Tensor copy = proto;
@@ -122,7 +126,8 @@ class RequestPath {
 
  private:
   uint64_t batch_size_sum_ = 0;
-  std::unique_ptr<metrics::Registry> registry_;
+  prometheus::Registry registry_;
+  metrics::ScrapeTimeGauges gauges_;
   ServiceMetrics metrics_;
   MemoryBudget budget_;
   Scheduler scheduler_;

@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   # gRPC, protobuf, Abseil, JSON, HTTP
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto libabsl-dev
-  nlohmann-json3-dev libcivetweb-dev
+  nlohmann-json3-dev prometheus-cpp-dev libcivetweb-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3-grpcio python3-protobuf python3-numpy prometheus
   # pip install ./client/python, tested offline in a fresh venv

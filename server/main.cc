@@ -22,14 +22,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
 #include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/host_port.h"
 #include "server/kserve_service.h"
 #include "server/memory_budget.h"
-#include "server/metrics/metrics_http_server.h"
-#include "server/metrics/text_registry.h"
+#include "server/metrics/metrics_endpoint.h"
+#include "server/metrics/scrape_time_gauges.h"
 #include "server/operator_service.h"
 #include "server/reload_signal.h"
 #include "server/server_flags.h"
@@ -115,12 +118,13 @@ void LogDevices(const DeviceSet& set) {
 // Loads --tensor_repository into `tensors` (at start-up, or again on SIGHUP),
 // logs what it serves and counts the reload in `reloads` when given.
 absl::Status LoadRepository(const std::string& directory, uint64_t max_tensor_bytes,
-                            TensorRegistry& tensors, metrics::Family<metrics::Counter>* reloads) {
+                            TensorRegistry& tensors,
+                            prometheus::Family<prometheus::Counter>* reloads) {
   absl::StatusOr<std::vector<RepositoryTensor>> loaded =
       LoadTensorRepository(directory, max_tensor_bytes);
   absl::Status status =
       loaded.ok() ? tensors.ReplaceRepository(*std::move(loaded)) : loaded.status();
-  if (reloads != nullptr) reloads->WithLabels({status.ok() ? "ok" : "error"}).Increment();
+  if (reloads != nullptr) reloads->Add({{"result", status.ok() ? "ok" : "error"}}).Increment();
   if (status.ok()) {
     std::fprintf(stderr, "dmlserve: tensor repository %s: %zu tensors, %llu bytes\n",
                  directory.c_str(), tensors.repository_size(),
@@ -137,8 +141,11 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--listen=", listen.status().message())));
   }
 
-  std::unique_ptr<metrics::Registry> registry = metrics::CreateRegistry();
-  ServiceMetrics service_metrics(registry.get(), DMLSERVE_VERSION,
+  // What the metrics endpoint serves: the recorded metrics, and gauges read
+  // at scrape time. Shared with the endpoint, which holds them weakly.
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto gauges = std::make_shared<metrics::ScrapeTimeGauges>();
+  ServiceMetrics service_metrics(registry.get(), gauges.get(), DMLSERVE_VERSION,
                                  config->scheduler.max_batch_size);
 
   absl::StatusOr<DeviceSet> devices = CreateDevices(config->backend, config->devices);
@@ -176,18 +183,20 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
           absl::StrCat("--tensor_repository=", config->tensor_repository, ": ", loaded.message())));
     }
   }
-  metrics::Family<metrics::Counter>& reloads = registry->AddCounter(
-      "dmlserve_tensor_repository_reloads_total",
-      "Reloads of --tensor_repository on SIGHUP, by result (ok: the new set serves; error: the "
-      "previous set keeps serving, the error is on stderr).",
-      {"result"});
-  reloads.WithLabels({"ok"});
-  reloads.WithLabels({"error"});
-  registry->AddCallbackGauge("dmlserve_tensor_repository_tensors",
-                             "Tensors served from --tensor_repository.", {}, [&tensors] {
-                               return std::vector<std::pair<metrics::LabelValues, double>>{
-                                   {{}, static_cast<double>(tensors.repository_size())}};
-                             });
+  prometheus::Family<prometheus::Counter>& reloads =
+      prometheus::BuildCounter()
+          .Name("dmlserve_tensor_repository_reloads_total")
+          .Help(
+              "Reloads of --tensor_repository on SIGHUP, by result (ok: the new set serves; "
+              "error: the previous set keeps serving, the error is on stderr).")
+          .Register(*registry);
+  reloads.Add({{"result", "ok"}});
+  reloads.Add({{"result", "error"}});
+  gauges->Add("dmlserve_tensor_repository_tensors", "Tensors served from --tensor_repository.",
+              [&tensors] {
+                return metrics::ScrapeTimeGauges::Samples{
+                    {{}, static_cast<double>(tensors.repository_size())}};
+              });
   // Reloads end before what they use (the registry, the counter) goes, on
   // every way out of this function.
   absl::Cleanup stop_reloads = [&reload_signal] { reload_signal.Stop(); };
@@ -211,13 +220,12 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
   service_options.adapters = std::move(adapters);
   DrainGate gate;
   MemoryBudget budget(config->max_inflight_bytes);
-  registry->AddCallbackGauge(
+  gauges->Add(
       "dmlserve_inflight_request_bytes",
       "Bytes admitted Execute requests hold (message plus output) until their responses are sent; "
       "limited by --max_inflight_bytes.",
-      {}, [&budget] {
-        return std::vector<std::pair<metrics::LabelValues, double>>{
-            {{}, static_cast<double>(budget.used())}};
+      [&budget] {
+        return metrics::ScrapeTimeGauges::Samples{{{}, static_cast<double>(budget.used())}};
       });
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
   KServeService kserve(&scheduler, service.executor(), &gate, DMLSERVE_VERSION);
@@ -241,8 +249,8 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
   serving_health.Attach(server->GetHealthCheckService(), devices_serving);
 
   // Declared after everything its gauges read, so it stops serving first.
-  absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> metrics_server =
-      metrics::MetricsHttpServer::Start(config->metrics_listen, registry.get());
+  absl::StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> metrics_server =
+      metrics::MetricsEndpoint::Start(config->metrics_listen, {registry, gauges});
   if (!metrics_server.ok()) {
     server->Shutdown(std::chrono::system_clock::now());
     scheduler.Shutdown();

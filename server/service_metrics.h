@@ -9,13 +9,19 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kernels/core/operation.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_observer.h"
-#include "server/metrics/metrics.h"
+#include "server/metrics/scrape_time_gauges.h"
 #include "server/tensor_registry.h"
 
 namespace dmlserve {
@@ -25,11 +31,13 @@ class ServiceMetrics final : public SchedulerObserver {
   // The operator label of requests that name none.
   static constexpr absl::string_view kUnknownOperator = "unknown";
 
-  // `registry` must outlive this. `max_batch_size` sizes the batch histogram.
-  ServiceMetrics(metrics::Registry* registry, absl::string_view version, int max_batch_size);
+  // Records into `registry`; gauges read at scrape time go to `gauges`. Both
+  // must outlive this. `max_batch_size` sizes the batch histogram.
+  ServiceMetrics(prometheus::Registry* registry, metrics::ScrapeTimeGauges* gauges,
+                 absl::string_view version, int max_batch_size);
 
-  // Gauges computed at scrape time. Both objects must outlive every scrape of
-  // the registry (stop the metrics endpoint before destroying them).
+  // Gauges computed at scrape time. Both objects must outlive every scrape
+  // (stop the metrics endpoint before destroying them).
   void ObserveDevices(const Scheduler* scheduler);
   void ObserveTensorRegistry(const TensorRegistry* tensors);
 
@@ -54,20 +62,23 @@ class ServiceMetrics final : public SchedulerObserver {
   static size_t Slot(std::optional<OperatorKind> kind);
   static std::string OperatorLabel(std::optional<OperatorKind> kind);
 
-  metrics::Registry* registry_;
-  metrics::Family<metrics::Counter>* requests_total_;
-  metrics::Family<metrics::Histogram>* compute_duration_;
-  metrics::Family<metrics::Counter>* device_removals_;
-  metrics::Family<metrics::Counter>* device_recoveries_;
-  PerOperator<metrics::Histogram> request_duration_;
-  PerOperator<metrics::Histogram> queue_duration_;
-  PerOperator<metrics::Histogram> batch_size_;
-  PerOperator<metrics::Counter> request_bytes_;
+  metrics::ScrapeTimeGauges* gauges_;
+  prometheus::Family<prometheus::Counter>* requests_total_;
+  prometheus::Family<prometheus::Histogram>* compute_duration_;
+  prometheus::Family<prometheus::Counter>* device_removals_;
+  prometheus::Family<prometheus::Counter>* device_recoveries_;
+  PerOperator<prometheus::Histogram> request_duration_;
+  PerOperator<prometheus::Histogram> queue_duration_;
+  PerOperator<prometheus::Histogram> batch_size_;
+  PerOperator<prometheus::Counter> request_bytes_;
   // requests_total{code="OK"} per operator: most answers, counted without a
   // label lookup (other codes go through requests_total_).
-  PerOperator<metrics::Counter> requests_ok_;
-  metrics::Gauge* queue_depth_;
-  metrics::Gauge* inflight_requests_;
+  PerOperator<prometheus::Counter> requests_ok_;
+  prometheus::Gauge* queue_depth_;
+  prometheus::Gauge* inflight_requests_;
+  // compute_duration_ per device, filled by ObserveDevices (before serving;
+  // read-only afterwards).
+  absl::flat_hash_map<std::string, prometheus::Histogram*> compute_by_device_;
 };
 
 }  // namespace dmlserve

@@ -37,10 +37,11 @@
 #include "absl/strings/match.h"
 #include "dmlserve/v1/dmlserve.pb.h"
 #include "kernels/cpu/cpu_device.h"
+#include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
 #include "server/drain_gate.h"
 #include "server/memory_budget.h"
-#include "server/metrics/text_registry.h"
+#include "server/metrics/scrape_time_gauges.h"
 #include "server/operator_service.h"
 #include "server/service_metrics.h"
 #include "server/tensor_registry.h"
@@ -76,8 +77,9 @@ struct InProcessServer {
     stub = std::make_unique<grpc::GenericStub>(channel);
   }
 
-  std::unique_ptr<dmlserve::metrics::Registry> registry = dmlserve::metrics::CreateRegistry();
-  dmlserve::ServiceMetrics metrics{registry.get(), "fuzz", 4};
+  prometheus::Registry registry;
+  dmlserve::metrics::ScrapeTimeGauges gauges;
+  dmlserve::ServiceMetrics metrics{&registry, &gauges, "fuzz", 4};
   dmlserve::TensorRegistry tensors{1 << 20, nullptr};
   dmlserve::DrainGate gate;
   dmlserve::MemoryBudget budget{1 << 20};  // small: some items are refused for memory

@@ -185,7 +185,9 @@ class PrometheusScrapeTest(unittest.TestCase):
     def test_1_endpoint_passes_promtool(self):
         status, headers, body = http_get(f"http://{self.server.metrics_address}/metrics")
         self.assertEqual(status, 200)
-        self.assertEqual(headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+        # prometheus-cpp's exposer: plain text, which Prometheus reads as the
+        # 0.0.4 text exposition format.
+        self.assertEqual(headers["Content-Type"], "text/plain; charset=utf-8")
         self.assertIn("# TYPE dmlserve_build_info gauge", body)
         check = subprocess.run([os.environ.get("PROMTOOL_BINARY", "promtool"), "check", "metrics"],
                                input=body, capture_output=True, text=True, timeout=60)

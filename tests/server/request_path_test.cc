@@ -22,9 +22,11 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_device.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "scheduler/scheduler.h"
 #include "server/memory_budget.h"
-#include "server/metrics/text_registry.h"
+#include "server/metrics/scrape_time_gauges.h"
 #include "server/request_decoder.h"
 #include "server/request_executor.h"
 #include "server/service_metrics.h"
@@ -42,8 +44,7 @@ constexpr int kRequestsPerClient = 500;
 class RequestPath {
  public:
   RequestPath()
-      : registry_(metrics::CreateRegistry()),
-        metrics_(registry_.get(), "test", 8),
+      : metrics_(&registry_, &gauges_, "test", 8),
         scheduler_(Options(), CreateCpuDevices(2), &metrics_),
         tensors_(1 << 20, [this](absl::string_view id) { scheduler_.EvictTensor(id); }),
         budget_(8 << 20),
@@ -70,10 +71,18 @@ class RequestPath {
   TensorRegistry& tensors() { return tensors_; }
   MemoryBudget& budget() { return budget_; }
   RequestExecutor& executor() { return executor_; }
-  metrics::Registry& registry() { return *registry_; }
+  // What a scrape of the metrics endpoint would return.
+  std::string Scrape() const {
+    std::vector<prometheus::MetricFamily> families = registry_.Collect();
+    for (prometheus::MetricFamily& family : gauges_.Collect()) {
+      families.push_back(std::move(family));
+    }
+    return prometheus::TextSerializer().Serialize(families);
+  }
 
  private:
-  std::unique_ptr<metrics::Registry> registry_;
+  prometheus::Registry registry_;
+  metrics::ScrapeTimeGauges gauges_;
   ServiceMetrics metrics_;
   Scheduler scheduler_;
   TensorRegistry tensors_;
@@ -101,7 +110,9 @@ TEST(RequestPathTest, ConcurrentRequestsChurnCancellationAndScrapes) {
   });
   std::thread scrapes([&] {
     while (!stop.load()) {
-      EXPECT_NE(path.registry().Serialize().find("dmlserve_inflight_requests"), std::string::npos);
+      const std::string scraped = path.Scrape();
+      EXPECT_NE(scraped.find("dmlserve_inflight_requests"), std::string::npos);
+      EXPECT_NE(scraped.find("dmlserve_registered_tensor_bytes"), std::string::npos);
       (void)path.scheduler().devices();
       absl::SleepFor(absl::Microseconds(500));
     }
