@@ -21,7 +21,7 @@ packages=(
 )
 if [[ "${DMLSERVE_WINDOWS_CROSS:-1}" == 1 ]]; then
   # Proves the D3D12 backend builds for Windows (mingw-w64), and runs it under wine.
-  packages+=(g++-mingw-w64-x86-64-posix wine64 xvfb xauth)
+  packages+=(g++-mingw-w64-x86-64-posix directx-headers-dev wine64 xvfb xauth)
 fi
 
 # The Node.js client's test (tests/node): Debian's nodejs and npm, unless a Node.js with

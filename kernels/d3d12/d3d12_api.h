@@ -1,8 +1,12 @@
 #ifndef DMLSERVE_KERNELS_D3D12_D3D12_API_H_
 #define DMLSERVE_KERNELS_D3D12_D3D12_API_H_
 
-// The one place the D3D12 headers are included: the Windows SDK (or
-// mingw-w64's copy of it) on Windows, vkd3d's own headers on Linux.
+// The one place the D3D12 headers are included. On Windows: d3d12.h from
+// Microsoft's DirectX-Headers (<directx/d3d12.h>: vcpkg's directx-headers
+// with MSVC, Debian's directx-headers-dev in the mingw-w64 cross-build) and
+// dxgi1_6.h from the Windows SDK (or mingw-w64's copy; DirectX-Headers has no
+// DXGI). On Linux: vkd3d's own headers, because DirectX-Headers' Linux
+// flavour cannot call libvkd3d (below, and docs/d3d12.md).
 //
 // Linux traps (see the d3d12-on-linux spike's FINDINGS.md):
 // - vkd3d's COM headers use the Windows calling convention (ms_abi); the Linux
@@ -58,8 +62,11 @@
 #endif
 #include <windows.h>
 // windows.h first: d3d12.h and dxgi need its types.
-#include <d3d12.h>
+#include <directx/d3d12.h>
 #include <dxgi1_6.h>
+// DirectX-Headers' interface IDs for __uuidof where the compiler has no
+// __declspec(uuid) (mingw-w64); with MSVC it only checks them.
+#include <dxguids/dxguids.h>
 #else
 #include <vkd3d.h>
 #include <vkd3d_utils.h>

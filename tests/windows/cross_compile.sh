@@ -1,7 +1,7 @@
 #!/bin/sh
 # Cross-compiles the D3D12 backend for Windows with mingw-w64
 # (tests/windows/project), proving that the same sources build against the
-# Windows SDK headers (mingw-w64's d3d12.h, dxgi1_6.h):
+# Windows headers (DirectX-Headers' d3d12.h, mingw-w64's dxgi1_6.h):
 #   d3d12_windows_runtime_test.exe      the runtime + the test kernels
 #   d3d12_windows_conformance_test.exe  the whole backend + conformance cases
 # Registered as the ctest d3d12_windows_cross_compile.
