@@ -29,6 +29,10 @@ int32_t PackRowPortable(const ARowSource& row, size_t k, size_t stride, uint8_t*
 #if DMLSERVE_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw"))), apply_to = function)
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -54,6 +58,9 @@ int32_t PackRowAvx512(const ARowSource& row, size_t k, size_t stride, uint8_t* o
 }
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // DMLSERVE_X86
 

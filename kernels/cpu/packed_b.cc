@@ -45,6 +45,11 @@ void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t str
 #if DMLSERVE_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), \
+                             apply_to = function)
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -114,6 +119,9 @@ void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip
 }
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // DMLSERVE_X86
 

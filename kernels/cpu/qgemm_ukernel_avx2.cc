@@ -19,6 +19,10 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#endif
 
 namespace dmlserve {
 namespace {
@@ -79,6 +83,9 @@ void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8
 }  // namespace
 }  // namespace dmlserve
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 namespace dmlserve {

@@ -21,6 +21,11 @@
 // into code that runs on an older CPU.
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), \
+                             apply_to = function)
+#endif
 // GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused merge
 // operand of unmasked intrinsics, which -Wuninitialized reports.
 #pragma GCC diagnostic push
@@ -282,6 +287,9 @@ void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, cons
 }  // namespace dmlserve
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 namespace dmlserve {

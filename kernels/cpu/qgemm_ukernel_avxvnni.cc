@@ -16,6 +16,10 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,avxvnni")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,avxvnni"))), apply_to = function)
+#endif
 
 namespace dmlserve {
 namespace {
@@ -64,6 +68,9 @@ void AvxVnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const i
 }  // namespace
 }  // namespace dmlserve
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 namespace dmlserve {

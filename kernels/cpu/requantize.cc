@@ -51,6 +51,11 @@ void RequantizeRowPortable(const int32_t* dots, int32_t row_offset, const int32_
 #if DMLSERVE_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))), \
+                             apply_to = function)
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -129,6 +134,9 @@ void RequantizeRowAvx512(const int32_t* dots, int32_t row_offset, const int32_t*
 }
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // DMLSERVE_X86
 

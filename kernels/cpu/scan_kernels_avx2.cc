@@ -12,6 +12,10 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#endif
 
 namespace dmlserve::scan_internal {
 namespace avx2 {
@@ -251,4 +255,7 @@ const ScanTable& Avx2ScanTable() {
 
 }  // namespace dmlserve::scan_internal
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options

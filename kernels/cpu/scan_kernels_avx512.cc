@@ -12,6 +12,12 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
+// clang ignores GCC's target pragma: the same features through its own.
+#if defined(__clang__)
+#pragma clang attribute push(                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), \
+    apply_to = function)
+#endif
 
 namespace dmlserve::scan_internal {
 namespace avx512 {
@@ -211,4 +217,7 @@ const ScanTable& Avx512ScanTable() {
 
 }  // namespace dmlserve::scan_internal
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
