@@ -26,6 +26,7 @@
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
+#include "server/device_events_log.h"
 #include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/host_port.h"
@@ -34,13 +35,15 @@
 #include "server/metrics/metrics_endpoint.h"
 #include "server/metrics/scrape_time_gauges.h"
 #include "server/operator_service.h"
-#include "server/reload_signal.h"
+#include "server/platform/console_control.h"
+#include "server/platform/log.h"
+#include "server/platform/server_control.h"
+#include "server/platform/service_command.h"
 #include "server/server_flags.h"
 #include "server/service_metrics.h"
 #include "server/serving_health.h"
 #include "server/tensor_registry.h"
 #include "server/tensor_repository.h"
-#include "server/termination_signal.h"
 
 namespace dmlserve {
 namespace {
@@ -48,7 +51,7 @@ namespace {
 constexpr char kServiceName[] = "dmlserve.v1.OperatorService";
 
 int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "dmlserve: %s\n", status.ToString().c_str());
+  LogError(status.ToString());
   return 1;
 }
 
@@ -101,21 +104,23 @@ std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig&
 // a glance whether the GPUs are in use.
 void LogDevices(const DeviceSet& set) {
   for (const AdapterReport& adapter : set.adapters) {
-    std::fprintf(stderr, "dmlserve: adapter %d: %s%s, %s\n", adapter.index, adapter.name.c_str(),
-                 adapter.software ? " (software)" : "", adapter.used ? "used" : "not used");
+    LogInfo(absl::StrCat("adapter ", adapter.index, ": ", adapter.name,
+                         adapter.software ? " (software)" : "", ", ",
+                         adapter.used ? "used" : "not used"));
   }
-  if (!set.note.empty()) std::fprintf(stderr, "dmlserve: %s\n", set.note.c_str());
+  if (!set.note.empty()) LogInfo(set.note);
   for (const auto& device : set.devices) {
-    std::fprintf(stderr, "dmlserve: device %s (%s)\n", device->description().name.c_str(),
-                 device->description().description.c_str());
+    LogInfo(absl::StrCat("device ", device->description().name, " (",
+                         device->description().description, ")"));
   }
   for (const auto& device : set.fallback_devices) {
-    std::fprintf(stderr, "dmlserve: fallback device %s (%s)\n", device->description().name.c_str(),
-                 device->description().description.c_str());
+    LogInfo(absl::StrCat("fallback device ", device->description().name, " (",
+                         device->description().description, ")"));
   }
 }
 
-// Loads --tensor_repository into `tensors` (at start-up, or again on SIGHUP),
+// Loads --tensor_repository into `tensors` (at start-up, or again on a reload
+// request: SIGHUP, or PARAMCHANGE for a Windows service),
 // logs what it serves and counts the reload in `reloads` when given.
 absl::Status LoadRepository(const std::string& directory, uint64_t max_tensor_bytes,
                             TensorRegistry& tensors,
@@ -126,16 +131,15 @@ absl::Status LoadRepository(const std::string& directory, uint64_t max_tensor_by
       loaded.ok() ? tensors.ReplaceRepository(*std::move(loaded)) : loaded.status();
   if (reloads != nullptr) reloads->Add({{"result", status.ok() ? "ok" : "error"}}).Increment();
   if (status.ok()) {
-    std::fprintf(stderr, "dmlserve: tensor repository %s: %zu tensors, %llu bytes\n",
-                 directory.c_str(), tensors.repository_size(),
-                 static_cast<unsigned long long>(tensors.repository_bytes()));
+    LogInfo(absl::StrCat("tensor repository ", directory, ": ", tensors.repository_size(),
+                         " tensors, ", tensors.repository_bytes(), " bytes"));
   }
   return status;
 }
 
-int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
-  absl::StatusOr<ServerConfig> config = ServerConfigFromFlags();
-  if (!config.ok()) return Fail(config.status());
+// Serves until `control` asks for a stop, then drains; returns the exit code.
+int Run(const ServerConfig& server_config, ServerControl& control) {
+  const ServerConfig* config = &server_config;
   absl::StatusOr<HostPort> listen = ParseHostPort(config->listen);
   if (!listen.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--listen=", listen.status().message())));
@@ -156,13 +160,13 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
   }
   LogDevices(*devices);
   if (config->scheduler.injected_batch_delay > absl::ZeroDuration()) {
-    std::fprintf(stderr,
-                 "dmlserve: fault injection: every batch waits %s before it runs "
-                 "(DMLSERVE_INJECT_BATCH_DELAY_US)\n",
-                 absl::FormatDuration(config->scheduler.injected_batch_delay).c_str());
+    LogWarning(absl::StrCat("fault injection: every batch waits ",
+                            absl::FormatDuration(config->scheduler.injected_batch_delay),
+                            " before it runs (DMLSERVE_INJECT_BATCH_DELAY_US)"));
   }
   std::vector<AdapterReport> adapters = devices->adapters;
-  ServingHealth serving_health(&service_metrics);
+  DeviceEventsLog device_events(&service_metrics);
+  ServingHealth serving_health(&device_events);
   Scheduler scheduler(config->scheduler, std::move(devices->devices), &serving_health,
                       std::move(devices->fallback_devices));
   TensorRegistry tensors(
@@ -199,17 +203,15 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
               });
   // Reloads end before what they use (the registry, the counter) goes, on
   // every way out of this function.
-  absl::Cleanup stop_reloads = [&reload_signal] { reload_signal.Stop(); };
+  absl::Cleanup stop_reloads = [&control] { control.StopReloads(); };
   if (!config->tensor_repository.empty()) {
-    reload_signal.Start([&config, &tensors, &reloads] {
+    control.OnReload([config, &tensors, &reloads] {
       const absl::Status reloaded =
           LoadRepository(config->tensor_repository, config->max_request_bytes, tensors, &reloads);
       if (!reloaded.ok()) {
-        std::fprintf(stderr,
-                     "dmlserve: SIGHUP: --tensor_repository=%s not reloaded, the %zu tensors "
-                     "loaded before keep serving: %s\n",
-                     config->tensor_repository.c_str(), tensors.repository_size(),
-                     reloaded.ToString().c_str());
+        LogError(absl::StrCat("reload: --tensor_repository=", config->tensor_repository,
+                              " not reloaded, the ", tensors.repository_size(),
+                              " tensors loaded before keep serving: ", reloaded.ToString()));
       }
     });
   }
@@ -265,12 +267,14 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
               (*metrics_server)->address().c_str());
   std::fflush(stdout);
   if (!config->tls_cert_pem.empty()) {
-    std::fprintf(stderr, "dmlserve: gRPC over TLS%s\n",
-                 config->tls_client_ca_pem.empty() ? "" : ", client certificates required");
+    LogInfo(absl::StrCat("gRPC over TLS", config->tls_client_ca_pem.empty()
+                                              ? ""
+                                              : ", client certificates required"));
   }
+  control.ReportServing();
 
-  const int signal = termination.Wait();
-  std::fprintf(stderr, "dmlserve: signal %d, draining\n", signal);
+  const std::string reason = control.WaitForStop();
+  LogInfo(absl::StrCat(reason, ", draining"));
   // New calls are refused from here on; those in flight get until the
   // deadline to finish (their jobs still run). Then gRPC shuts down at once:
   // it cancels whatever is left and closes the connections.
@@ -278,13 +282,13 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
   server->GetHealthCheckService()->SetServingStatus(false);
   gate.BeginDrain();
   if (!gate.WaitForIdle(absl::Now() + config->shutdown_timeout)) {
-    std::fprintf(stderr, "dmlserve: %d calls still open after --shutdown_timeout=%s; cancelling\n",
-                 gate.active(), absl::FormatDuration(config->shutdown_timeout).c_str());
+    LogWarning(absl::StrCat(gate.active(), " calls still open after --shutdown_timeout=",
+                            absl::FormatDuration(config->shutdown_timeout), "; cancelling"));
   }
   server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   scheduler.Shutdown();
-  std::fprintf(stderr, "dmlserve: stopped\n");
+  LogInfo("stopped");
   return 0;
 }
 
@@ -292,17 +296,43 @@ int Run(TerminationSignal& termination, ReloadSignal& reload_signal) {
 }  // namespace dmlserve
 
 int main(int argc, char** argv) {
-  // Before any thread exists, so every thread inherits the blocked signals.
-  // SIGHUP first: TerminationSignal starts its thread, which must inherit
-  // SIGHUP blocked too (a thread with it unblocked would take it and die).
-  dmlserve::ReloadSignal reload_signal;
-  dmlserve::TerminationSignal termination;
-  absl::SetProgramUsageMessage("dmlserve: tensor operators with DirectML semantics over gRPC.");
+  auto control = std::make_shared<dmlserve::ServerControl>();
+  const bool service_command = dmlserve::IsServiceCommand(argc, argv);
+  // Before any thread exists: on POSIX every thread inherits the blocked
+  // signals. A service is controlled by the SCM instead (service_command.h).
+  if (!service_command) dmlserve::ListenForConsoleControl(control);
+  absl::SetProgramUsageMessage(
+      "dmlserve: tensor operators with DirectML semantics over gRPC.\n"
+      "  dmlserve [flags]                      serve\n"
+      "  dmlserve service <verb> [flags]       the Windows service: install, uninstall, start,\n"
+      "                                        stop, run (docs/windows.md)");
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
   // detection: a global lock-order graph updated on every Lock. It cost the
   // request path about a tenth of its CPU, so the server turns it off; the
   // tests keep it, and they run the same locks.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::ParseCommandLine(argc, argv);
-  return dmlserve::Run(termination, reload_signal);
+
+  if (!service_command) {
+    absl::ParseCommandLine(argc, argv);
+    absl::StatusOr<dmlserve::ServerConfig> config = dmlserve::ServerConfigFromFlags();
+    if (!config.ok()) return dmlserve::Fail(config.status());
+    return dmlserve::Run(*config, *control);
+  }
+  absl::StatusOr<dmlserve::ServiceCommand> command = dmlserve::ParseServiceCommand(argc, argv);
+  if (!command.ok()) {
+    dmlserve::LogError(command.status().ToString());
+    return 2;
+  }
+  // The server flags after the verb are checked now, so that `install`
+  // refuses what the service would fail on at every start.
+  std::vector<char*> flags{argv[0]};
+  for (std::string& argument : command->server_arguments) flags.push_back(argument.data());
+  absl::ParseCommandLine(static_cast<int>(flags.size()), flags.data());
+  absl::StatusOr<dmlserve::ServerConfig> config = dmlserve::ServerConfigFromFlags();
+  if (!config.ok()) return dmlserve::Fail(config.status());
+  return dmlserve::RunServiceCommand(
+      *command, dmlserve::ExecutablePath(), config->shutdown_timeout,
+      [&config](std::shared_ptr<dmlserve::ServerControl> service_control) {
+        return dmlserve::Run(*config, *service_control);
+      });
 }

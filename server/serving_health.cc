@@ -1,7 +1,9 @@
 #include "server/serving_health.h"
 
-#include <cstdio>
 #include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/platform/log.h"
 
 namespace dmlserve {
 
@@ -37,8 +39,7 @@ void ServingHealth::OnDeviceRemoved(absl::string_view device, int devices_left) 
   absl::MutexLock lock(&mu_);
   if (no_device_) return;
   no_device_ = true;
-  std::fprintf(stderr, "dmlserve: %s was the last device that could serve; health NOT_SERVING\n",
-               std::string(device).c_str());
+  LogError(absl::StrCat(device, " was the last device that could serve; health NOT_SERVING"));
   if (health_ != nullptr) health_->SetServingStatus(false);
 }
 
@@ -48,7 +49,7 @@ void ServingHealth::OnDeviceRecovered(absl::string_view device, int devices_serv
   absl::MutexLock lock(&mu_);
   if (!no_device_) return;
   no_device_ = false;
-  std::fprintf(stderr, "dmlserve: %s recovered; health SERVING\n", std::string(device).c_str());
+  LogInfo(absl::StrCat(device, " recovered; health SERVING"));
   if (health_ != nullptr) health_->SetServingStatus(true);
 }
 

@@ -1,10 +1,5 @@
 #include "server/metrics/metrics_endpoint.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -15,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/platform/wake_listener.h"
 
 namespace dmlserve::metrics {
 namespace {
@@ -101,36 +97,6 @@ MetricsEndpoint::~MetricsEndpoint() {
   waker.join();
 }
 
-void MetricsEndpoint::WakeAcceptLoop() const {
-  // Any local address reaches a wildcard listener; an explicit host is used
-  // as given.
-  std::string host = host_;
-  int family = AF_INET;
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  if (host.front() == '[') {
-    family = AF_INET6;
-    host = host.substr(1, host.size() - 2);
-    if (host == "::") host = "::1";
-  }
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (family == AF_INET) {
-    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
-    address->sin_family = AF_INET;
-    address->sin_port = htons(static_cast<uint16_t>(port_));
-    if (inet_pton(AF_INET, host.c_str(), &address->sin_addr) != 1) return;
-    length = sizeof(*address);
-  } else {
-    auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
-    address->sin6_family = AF_INET6;
-    address->sin6_port = htons(static_cast<uint16_t>(port_));
-    if (inet_pton(AF_INET6, host.c_str(), &address->sin6_addr) != 1) return;
-    length = sizeof(*address);
-  }
-  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
-  connect(fd, reinterpret_cast<sockaddr*>(&storage), length);
-  close(fd);
-}
+void MetricsEndpoint::WakeAcceptLoop() const { WakeListener(host_, port_); }
 
 }  // namespace dmlserve::metrics

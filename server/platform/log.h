@@ -1,0 +1,32 @@
+#ifndef DMLSERVE_SERVER_PLATFORM_LOG_H_
+#define DMLSERVE_SERVER_PLATFORM_LOG_H_
+
+// The server's operational log: what an operator must see (start-up, devices,
+// failures, shutdown). Every line goes to stderr as "dmlserve: <message>",
+// which systemd's journal, Kubernetes and a console all collect. A process
+// with no console to write to (a Windows service) installs a sink as well:
+// the Windows event log (windows_event_log.h).
+//
+// Thread-safe. Not for per-request logging: requests are counted in metrics.
+
+#include "absl/functional/any_invocable.h"
+#include "absl/strings/string_view.h"
+
+namespace dmlserve {
+
+enum class LogSeverity { kInfo, kWarning, kError };
+
+// Writes `message` (one line, no trailing newline) to stderr and to the sink.
+void Log(LogSeverity severity, absl::string_view message);
+
+inline void LogInfo(absl::string_view message) { Log(LogSeverity::kInfo, message); }
+inline void LogWarning(absl::string_view message) { Log(LogSeverity::kWarning, message); }
+inline void LogError(absl::string_view message) { Log(LogSeverity::kError, message); }
+
+// Sends every later line to `sink` too, until SetLogSink(nullptr). The sink
+// is called under the log's lock (lines never interleave) and must not Log.
+void SetLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink);
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_PLATFORM_LOG_H_

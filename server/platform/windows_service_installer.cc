@@ -1,0 +1,202 @@
+#include "server/platform/windows_service_installer.h"
+
+#include <windows.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/platform/service_command.h"
+#include "server/platform/windows_error.h"
+#include "server/platform/windows_event_log.h"
+
+namespace dmlserve {
+namespace {
+
+struct ServiceHandleCloser {
+  void operator()(SC_HANDLE handle) const { CloseServiceHandle(handle); }
+};
+using ServiceHandle = std::unique_ptr<std::remove_pointer_t<SC_HANDLE>, ServiceHandleCloser>;
+
+absl::Status OpenManager(DWORD access, ServiceHandle& manager) {
+  manager.reset(OpenSCManagerW(nullptr, nullptr, access));
+  if (!manager) return Win32Error("opening the Service Control Manager");
+  return absl::OkStatus();
+}
+
+absl::Status OpenService(absl::string_view name, DWORD access, ServiceHandle& service) {
+  ServiceHandle manager;
+  if (absl::Status status = OpenManager(SC_MANAGER_CONNECT, manager); !status.ok()) return status;
+  service.reset(OpenServiceW(manager.get(), Utf8ToWide(name).c_str(), access));
+  if (!service) return Win32Error(absl::StrCat("opening service ", name));
+  return absl::OkStatus();
+}
+
+absl::Status Query(SC_HANDLE service, absl::string_view name, SERVICE_STATUS_PROCESS& status) {
+  DWORD needed = 0;
+  if (!QueryServiceStatusEx(service, SC_STATUS_PROCESS_INFO, reinterpret_cast<BYTE*>(&status),
+                            sizeof(status), &needed)) {
+    return Win32Error(absl::StrCat("querying service ", name));
+  }
+  return absl::OkStatus();
+}
+
+// Waits while the service is in `pending`, the way Microsoft's samples do: a
+// tenth of the wait hint at a time (between 0.1 and 1 s), for as long as the
+// checkpoint advances within each wait hint.
+absl::Status WaitWhilePending(SC_HANDLE service, absl::string_view name, DWORD pending,
+                              SERVICE_STATUS_PROCESS& status) {
+  if (absl::Status queried = Query(service, name, status); !queried.ok()) return queried;
+  DWORD checkpoint = status.dwCheckPoint;
+  ULONGLONG progress_at = GetTickCount64();
+  while (status.dwCurrentState == pending) {
+    Sleep(std::clamp<DWORD>(status.dwWaitHint / 10, 100, 1000));
+    if (absl::Status queried = Query(service, name, status); !queried.ok()) return queried;
+    if (status.dwCheckPoint != checkpoint) {
+      checkpoint = status.dwCheckPoint;
+      progress_at = GetTickCount64();
+    } else if (GetTickCount64() - progress_at > std::max<DWORD>(status.dwWaitHint, 1000)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("service ", name, " stopped making progress (checkpoint ", checkpoint,
+                       " for longer than its wait hint of ", status.dwWaitHint, " ms)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ExitCodeText(const SERVICE_STATUS_PROCESS& status) {
+  if (status.dwWin32ExitCode == ERROR_SERVICE_SPECIFIC_ERROR) {
+    return absl::StrCat("exit code ", status.dwServiceSpecificExitCode);
+  }
+  return absl::StrCat("Win32 exit code ", status.dwWin32ExitCode);
+}
+
+absl::Status Configure(SC_HANDLE service, const ServiceInstallation& installation) {
+  std::wstring description = Utf8ToWide(installation.description);
+  SERVICE_DESCRIPTIONW description_info{description.data()};
+  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_DESCRIPTION, &description_info)) {
+    return Win32Error("setting the service description");
+  }
+  SERVICE_DELAYED_AUTO_START_INFO delayed{TRUE};
+  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_DELAYED_AUTO_START_INFO, &delayed)) {
+    return Win32Error("setting delayed auto-start");
+  }
+  SC_ACTION actions[] = {
+      {SC_ACTION_RESTART, 5'000}, {SC_ACTION_RESTART, 10'000}, {SC_ACTION_RESTART, 30'000}};
+  SERVICE_FAILURE_ACTIONSW failure{};
+  failure.dwResetPeriod = 24 * 60 * 60;  // seconds
+  failure.cActions = 3;
+  failure.lpsaActions = actions;
+  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_FAILURE_ACTIONS, &failure)) {
+    return Win32Error("setting the restart-on-failure actions");
+  }
+  // A server that fails at start-up exits with a non-zero code rather than
+  // crashing; it should be restarted too.
+  SERVICE_FAILURE_ACTIONS_FLAG on_exit_code{TRUE};
+  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_exit_code)) {
+    return Win32Error("setting restart on a non-zero exit code");
+  }
+  SERVICE_PRESHUTDOWN_INFO preshutdown{static_cast<DWORD>(
+      std::min<int64_t>(absl::ToInt64Milliseconds(installation.drain_timeout), 3'600'000) +
+      10'000)};
+  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_PRESHUTDOWN_INFO, &preshutdown)) {
+    return Win32Error("setting the pre-shutdown timeout");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status InstallService(const ServiceInstallation& installation) {
+  ServiceHandle manager;
+  if (absl::Status status = OpenManager(SC_MANAGER_CREATE_SERVICE, manager); !status.ok()) {
+    return status;
+  }
+  std::vector<std::string> command_line{installation.executable};
+  command_line.insert(command_line.end(), installation.arguments.begin(),
+                      installation.arguments.end());
+  const std::wstring binary_path = Utf8ToWide(JoinWindowsCommandLine(command_line));
+  const std::wstring account = Utf8ToWide(absl::StrCat("NT SERVICE\\", installation.name));
+  ServiceHandle service(CreateServiceW(
+      manager.get(), Utf8ToWide(installation.name).c_str(),
+      Utf8ToWide(installation.display_name).c_str(), SERVICE_ALL_ACCESS, SERVICE_WIN32_OWN_PROCESS,
+      SERVICE_AUTO_START, SERVICE_ERROR_NORMAL, binary_path.c_str(),
+      /*load_order_group=*/nullptr, /*tag=*/nullptr, /*dependencies=*/nullptr, account.c_str(),
+      /*password=*/nullptr));
+  if (!service) return Win32Error(absl::StrCat("creating service ", installation.name));
+  absl::Status status = Configure(service.get(), installation);
+  if (status.ok()) status = RegisterEventLogSource(installation.name, installation.executable);
+  if (!status.ok()) {
+    // Half-configured services restart or start when they should not.
+    DeleteService(service.get());
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UninstallService(absl::string_view name) {
+  ServiceHandle service;
+  if (absl::Status status =
+          OpenService(name, SERVICE_STOP | SERVICE_QUERY_STATUS | DELETE, service);
+      !status.ok()) {
+    return status;
+  }
+  SERVICE_STATUS_PROCESS status{};
+  if (absl::Status queried = Query(service.get(), name, status); !queried.ok()) return queried;
+  if (status.dwCurrentState != SERVICE_STOPPED) {
+    if (absl::Status stopped = StopInstalledService(name); !stopped.ok()) return stopped;
+  }
+  if (!DeleteService(service.get())) return Win32Error(absl::StrCat("deleting service ", name));
+  return UnregisterEventLogSource(name);
+}
+
+absl::Status StartInstalledService(absl::string_view name) {
+  ServiceHandle service;
+  if (absl::Status status = OpenService(name, SERVICE_START | SERVICE_QUERY_STATUS, service);
+      !status.ok()) {
+    return status;
+  }
+  if (!StartServiceW(service.get(), 0, nullptr)) {
+    return Win32Error(absl::StrCat("starting service ", name));
+  }
+  SERVICE_STATUS_PROCESS status{};
+  if (absl::Status waited = WaitWhilePending(service.get(), name, SERVICE_START_PENDING, status);
+      !waited.ok()) {
+    return waited;
+  }
+  if (status.dwCurrentState != SERVICE_RUNNING) {
+    return absl::UnavailableError(absl::StrCat("service ", name,
+                                               " did not start: ", ExitCodeText(status),
+                                               " (the event log has the server's error)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StopInstalledService(absl::string_view name) {
+  ServiceHandle service;
+  if (absl::Status status = OpenService(name, SERVICE_STOP | SERVICE_QUERY_STATUS, service);
+      !status.ok()) {
+    return status;
+  }
+  SERVICE_STATUS plain{};
+  if (!ControlService(service.get(), SERVICE_CONTROL_STOP, &plain) &&
+      GetLastError() != ERROR_SERVICE_NOT_ACTIVE) {
+    return Win32Error(absl::StrCat("stopping service ", name));
+  }
+  SERVICE_STATUS_PROCESS status{};
+  if (absl::Status waited = WaitWhilePending(service.get(), name, SERVICE_STOP_PENDING, status);
+      !waited.ok()) {
+    return waited;
+  }
+  if (status.dwCurrentState != SERVICE_STOPPED) {
+    return absl::UnknownError(
+        absl::StrCat("service ", name, " is in state ", status.dwCurrentState, ", not stopped"));
+  }
+  if (status.dwWin32ExitCode != NO_ERROR) {
+    return absl::UnknownError(
+        absl::StrCat("service ", name, " stopped with ", ExitCodeText(status)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dmlserve
