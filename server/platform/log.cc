@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 namespace dmlserve {
 namespace {
@@ -15,9 +16,11 @@ std::mutex& LogMutex() {
   return *mutex;
 }
 
-absl::AnyInvocable<void(LogSeverity, absl::string_view)>& Sink() {
-  static auto* sink = new absl::AnyInvocable<void(LogSeverity, absl::string_view)>;
-  return *sink;
+using Sink = absl::AnyInvocable<void(LogSeverity, absl::string_view)>;
+
+std::vector<Sink>& Sinks() {
+  static auto* sinks = new std::vector<Sink>;
+  return *sinks;
 }
 
 }  // namespace
@@ -26,12 +29,12 @@ void Log(LogSeverity severity, absl::string_view message) {
   std::lock_guard<std::mutex> lock(LogMutex());
   std::fprintf(stderr, "dmlserve: %.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
-  if (Sink()) Sink()(severity, message);
+  for (Sink& sink : Sinks()) sink(severity, message);
 }
 
-void SetLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink) {
+void AddLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink) {
   std::lock_guard<std::mutex> lock(LogMutex());
-  Sink() = std::move(sink);
+  Sinks().push_back(std::move(sink));
 }
 
 }  // namespace dmlserve

@@ -4,8 +4,8 @@
 // The server's operational log: what an operator must see (start-up, devices,
 // failures, shutdown). Every line goes to stderr as "dmlserve: <message>",
 // which systemd's journal, Kubernetes and a console all collect. A process
-// with no console to write to (a Windows service) installs a sink as well:
-// the Windows event log (windows_event_log.h).
+// with no console to write to (a Windows service) adds a sink as well: the
+// Windows event log (windows_event_log.h).
 //
 // Thread-safe. Not for per-request logging: requests are counted in metrics.
 
@@ -23,9 +23,9 @@ inline void LogInfo(absl::string_view message) { Log(LogSeverity::kInfo, message
 inline void LogWarning(absl::string_view message) { Log(LogSeverity::kWarning, message); }
 inline void LogError(absl::string_view message) { Log(LogSeverity::kError, message); }
 
-// Sends every later line to `sink` too, until SetLogSink(nullptr). The sink
-// is called under the log's lock (lines never interleave) and must not Log.
-void SetLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink);
+// Sends every later line to `sink` too, for the rest of the process. Sinks
+// are called under the log's lock (lines never interleave) and must not Log.
+void AddLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink);
 
 }  // namespace dmlserve
 

@@ -55,7 +55,7 @@ absl::Status LogToEventLog(absl::string_view source) {
   HANDLE handle = RegisterEventSourceW(nullptr, Utf8ToWide(source).c_str());
   if (handle == nullptr) return Win32Error(absl::StrCat("opening event log source ", source));
   // The handle stays open for the life of the process, as the sink does.
-  SetLogSink([handle](LogSeverity severity, absl::string_view message) {
+  AddLogSink([handle](LogSeverity severity, absl::string_view message) {
     const std::wstring text = Utf8ToWide(message);
     const wchar_t* strings[] = {text.c_str()};
     WORD type = EVENTLOG_INFORMATION_TYPE;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/platform/log.h"
 #include "server/platform/service_command.h"
 #include "server/platform/windows_error.h"
 #include "server/platform/windows_event_log.h"
@@ -71,36 +72,48 @@ std::string ExitCodeText(const SERVICE_STATUS_PROCESS& status) {
   return absl::StrCat("Win32 exit code ", status.dwWin32ExitCode);
 }
 
+// One ChangeServiceConfig2 setting. Service managers that do not know a
+// setting (wine's lacks delayed auto-start and the non-crash failure flag;
+// every Windows since Vista has all of them) get a warning, not a failed
+// install: the service still runs, without that refinement.
+absl::Status SetConfig(SC_HANDLE service, DWORD level, void* info, absl::string_view what) {
+  if (ChangeServiceConfig2W(service, level, info)) return absl::OkStatus();
+  const DWORD error = GetLastError();
+  if (error == ERROR_INVALID_LEVEL) {
+    LogWarning(absl::StrCat("this Service Control Manager does not support ", what,
+                            "; installed without it"));
+    return absl::OkStatus();
+  }
+  return Win32Error(absl::StrCat("setting ", what), error);
+}
+
 absl::Status Configure(SC_HANDLE service, const ServiceInstallation& installation) {
   std::wstring description = Utf8ToWide(installation.description);
   SERVICE_DESCRIPTIONW description_info{description.data()};
-  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_DESCRIPTION, &description_info)) {
-    return Win32Error("setting the service description");
-  }
   SERVICE_DELAYED_AUTO_START_INFO delayed{TRUE};
-  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_DELAYED_AUTO_START_INFO, &delayed)) {
-    return Win32Error("setting delayed auto-start");
-  }
-  SC_ACTION actions[] = {
-      {SC_ACTION_RESTART, 5'000}, {SC_ACTION_RESTART, 10'000}, {SC_ACTION_RESTART, 30'000}};
+  SC_ACTION actions[] = {{SC_ACTION_RESTART, 5'000},
+                         {SC_ACTION_RESTART, 10'000},
+                         {SC_ACTION_RESTART, 30'000}};
   SERVICE_FAILURE_ACTIONSW failure{};
   failure.dwResetPeriod = 24 * 60 * 60;  // seconds
   failure.cActions = 3;
   failure.lpsaActions = actions;
-  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_FAILURE_ACTIONS, &failure)) {
-    return Win32Error("setting the restart-on-failure actions");
-  }
   // A server that fails at start-up exits with a non-zero code rather than
   // crashing; it should be restarted too.
   SERVICE_FAILURE_ACTIONS_FLAG on_exit_code{TRUE};
-  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_exit_code)) {
-    return Win32Error("setting restart on a non-zero exit code");
-  }
   SERVICE_PRESHUTDOWN_INFO preshutdown{static_cast<DWORD>(
       std::min<int64_t>(absl::ToInt64Milliseconds(installation.drain_timeout), 3'600'000) +
       10'000)};
-  if (!ChangeServiceConfig2W(service, SERVICE_CONFIG_PRESHUTDOWN_INFO, &preshutdown)) {
-    return Win32Error("setting the pre-shutdown timeout");
+  for (absl::Status status :
+       {SetConfig(service, SERVICE_CONFIG_DESCRIPTION, &description_info, "a description"),
+        SetConfig(service, SERVICE_CONFIG_DELAYED_AUTO_START_INFO, &delayed,
+                  "delayed auto-start"),
+        SetConfig(service, SERVICE_CONFIG_FAILURE_ACTIONS, &failure, "restart-on-failure actions"),
+        SetConfig(service, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_exit_code,
+                  "restart on a non-zero exit code"),
+        SetConfig(service, SERVICE_CONFIG_PRESHUTDOWN_INFO, &preshutdown,
+                  "the pre-shutdown timeout")}) {
+    if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }

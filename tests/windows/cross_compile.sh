@@ -4,6 +4,9 @@
 # Windows headers (DirectX-Headers' d3d12.h, mingw-w64's dxgi1_6.h):
 #   d3d12_windows_runtime_test.exe      the runtime + the test kernels
 #   d3d12_windows_conformance_test.exe  the whole backend + conformance cases
+#   dmlserve_engine_service.exe         the Windows service layer around the
+#                                       scheduler, CPU and D3D12 devices (run
+#                                       by service/windows_service_test.py)
 # Registered as the ctest d3d12_windows_cross_compile.
 #
 #   cross_compile.sh <build dir>
@@ -28,7 +31,7 @@ if command -v ccache >/dev/null 2>&1; then launcher=-DCMAKE_CXX_COMPILER_LAUNCHE
 cmake -S "$here/project" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$here/mingw-w64.cmake" $launcher
 cmake --build "$build" -j2
-for exe in d3d12_windows_runtime_test d3d12_windows_conformance_test; do
+for exe in d3d12_windows_runtime_test d3d12_windows_conformance_test dmlserve_engine_service; do
   test -f "$build/$exe.exe"
   echo "built $build/$exe.exe"
 done

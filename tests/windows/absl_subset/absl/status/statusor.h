@@ -36,16 +36,19 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() {
+  T& value() & {
     if (!ok()) std::abort();
     return *value_;
   }
-  const T& value() const {
+  const T& value() const& {
     if (!ok()) std::abort();
     return *value_;
   }
-  T& operator*() { return value(); }
-  const T& operator*() const { return value(); }
+  // `*std::move(status_or)` moves the value out (e.g. a vector of unique_ptr).
+  T&& value() && { return std::move(value()); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(value()); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -4,6 +4,10 @@
 
 #include <string_view>
 
+// As Abseil's strip.h, which includes ascii.h: code calls
+// StripAsciiWhitespace with only strip.h included.
+#include "absl/strings/ascii.h"
+
 namespace absl {
 
 inline bool ConsumePrefix(std::string_view* text, std::string_view prefix) {
