@@ -20,8 +20,11 @@ packages=(
   libvkd3d-dev libvkd3d-utils1 vkd3d-compiler libvulkan-dev mesa-vulkan-drivers
 )
 if [[ "${DMLSERVE_WINDOWS_CROSS:-1}" == 1 ]]; then
-  # Proves the D3D12 backend builds for Windows (mingw-w64), and runs it under wine.
-  packages+=(g++-mingw-w64-x86-64-posix directx-headers-dev wine64 xvfb xauth)
+  # Proves the D3D12 backend and the Windows service build for Windows (mingw-w64, whose
+  # binutils bring windmc for the event log's messages), and runs them under wine (the
+  # service test finds the service's process with pgrep: procps).
+  packages+=(g++-mingw-w64-x86-64-posix binutils-mingw-w64-x86-64 directx-headers-dev wine64 xvfb
+             xauth procps)
 fi
 
 # The Node.js client's test (tests/node): Debian's nodejs and npm, unless a Node.js with

@@ -94,7 +94,8 @@ ABSL_FLAG(std::string, tensor_repository, "",
 ABSL_FLAG(bool, reflection, true,
           "Serve grpc.reflection (service discovery for tools such as grpcurl).");
 ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(30),
-          "On SIGTERM/SIGINT, how long in-flight calls get to finish before they are cancelled.");
+          "On a stop (SIGTERM/SIGINT, Ctrl+C, a Windows service STOP), how long in-flight calls "
+          "get to finish before they are cancelled.");
 
 namespace dmlserve {
 namespace {

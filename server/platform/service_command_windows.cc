@@ -39,7 +39,7 @@ int RunServiceCommand(const ServiceCommand& command, absl::string_view executabl
     installation.drain_timeout = drain_timeout;
     return Report(InstallService(installation),
                   absl::StrCat("service ", name, " installed (account NT SERVICE\\", name,
-                               ", delayed auto-start); start it with `service start`"));
+                               "); start it with `service start`"));
   }
   if (command.verb == "uninstall") {
     return Report(UninstallService(name), absl::StrCat("service ", name, " removed"));

@@ -91,9 +91,8 @@ absl::Status Configure(SC_HANDLE service, const ServiceInstallation& installatio
   std::wstring description = Utf8ToWide(installation.description);
   SERVICE_DESCRIPTIONW description_info{description.data()};
   SERVICE_DELAYED_AUTO_START_INFO delayed{TRUE};
-  SC_ACTION actions[] = {{SC_ACTION_RESTART, 5'000},
-                         {SC_ACTION_RESTART, 10'000},
-                         {SC_ACTION_RESTART, 30'000}};
+  SC_ACTION actions[] = {
+      {SC_ACTION_RESTART, 5'000}, {SC_ACTION_RESTART, 10'000}, {SC_ACTION_RESTART, 30'000}};
   SERVICE_FAILURE_ACTIONSW failure{};
   failure.dwResetPeriod = 24 * 60 * 60;  // seconds
   failure.cActions = 3;
@@ -106,8 +105,7 @@ absl::Status Configure(SC_HANDLE service, const ServiceInstallation& installatio
       10'000)};
   for (absl::Status status :
        {SetConfig(service, SERVICE_CONFIG_DESCRIPTION, &description_info, "a description"),
-        SetConfig(service, SERVICE_CONFIG_DELAYED_AUTO_START_INFO, &delayed,
-                  "delayed auto-start"),
+        SetConfig(service, SERVICE_CONFIG_DELAYED_AUTO_START_INFO, &delayed, "delayed auto-start"),
         SetConfig(service, SERVICE_CONFIG_FAILURE_ACTIONS, &failure, "restart-on-failure actions"),
         SetConfig(service, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_exit_code,
                   "restart on a non-zero exit code"),

@@ -93,7 +93,17 @@ class Connection {
   void Serve() {
     std::string buffer;
     char chunk[256];
-    for (;;) {
+    // Polls rather than blocking in recv(): wine does not wake a recv()
+    // blocked in another thread when the socket is shut down, so Shutdown()
+    // sets a flag this loop sees within 100 ms.
+    while (!stopping_.load()) {
+      fd_set readable;
+      FD_ZERO(&readable);
+      FD_SET(socket_, &readable);
+      timeval timeout{0, 100'000};
+      const int ready = select(0, &readable, nullptr, nullptr, &timeout);
+      if (ready < 0) return;
+      if (ready == 0) continue;
       const int received = recv(socket_, chunk, sizeof(chunk), 0);
       if (received <= 0) return;
       buffer.append(chunk, static_cast<size_t>(received));
@@ -106,7 +116,11 @@ class Connection {
     }
   }
 
-  void Shutdown() { shutdown(socket_, SD_BOTH); }
+  // The client sees the connection close; Serve() returns.
+  void Shutdown() {
+    stopping_.store(true);
+    shutdown(socket_, SD_BOTH);
+  }
   ~Connection() { closesocket(socket_); }
 
  private:
@@ -150,6 +164,7 @@ class Connection {
   DrainGate* const gate_;
   const std::vector<reference::ConformanceCase>* const cases_;
   std::mutex send_mu_;
+  std::atomic<bool> stopping_{false};
 };
 
 absl::StatusOr<std::vector<std::unique_ptr<Device>>> Devices(const std::string& backend) {
@@ -197,8 +212,8 @@ int Serve(const HostFlags& flags, ServerControl& control) {
   if (listener == INVALID_SOCKET ||
       bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       listen(listener, 16) != 0) {
-    LogError(absl::StrCat("--port=", flags.port, ": cannot listen (WSA error ", WSAGetLastError(),
-                          ")"));
+    LogError(
+        absl::StrCat("--port=", flags.port, ": cannot listen (WSA error ", WSAGetLastError(), ")"));
     return 1;
   }
   DrainGate gate;
@@ -215,8 +230,8 @@ int Serve(const HostFlags& flags, ServerControl& control) {
       threads.emplace_back([connection = connections.back().get()] { connection->Serve(); });
     }
   });
-  LogInfo(absl::StrCat("engine serving ", cases->size(), " conformance cases on 127.0.0.1:",
-                       flags.port));
+  LogInfo(absl::StrCat("engine serving ", cases->size(),
+                       " conformance cases on 127.0.0.1:", flags.port));
   control.ReportServing();
 
   const std::string reason = control.WaitForStop();
@@ -261,15 +276,15 @@ int main(int argc, char** argv) {
         const char* level = severity == dmlserve::LogSeverity::kError     ? "E"
                             : severity == dmlserve::LogSeverity::kWarning ? "W"
                                                                           : "I";
-        std::fprintf(file, "%s %lu %.*s\n", level, static_cast<unsigned long>(GetCurrentProcessId()),
+        std::fprintf(file, "%s %lu %.*s\n", level,
+                     static_cast<unsigned long>(GetCurrentProcessId()),
                      static_cast<int>(message.size()), message.data());
         std::fflush(file);
       });
     }
   }
-  return dmlserve::RunServiceCommand(
-      *command, dmlserve::ExecutablePath(), absl::Seconds(30),
-      [&flags](std::shared_ptr<dmlserve::ServerControl> control) {
-        return dmlserve::Serve(*flags, *control);
-      });
+  return dmlserve::RunServiceCommand(*command, dmlserve::ExecutablePath(), absl::Seconds(30),
+                                     [&flags](std::shared_ptr<dmlserve::ServerControl> control) {
+                                       return dmlserve::Serve(*flags, *control);
+                                     });
 }

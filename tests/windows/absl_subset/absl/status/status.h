@@ -31,11 +31,23 @@ enum class StatusCode : int {
 
 // As Abseil prints them: operators read these names in logs.
 inline std::string StatusCodeToString(StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",           "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS",      "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED",   "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-      "UNAVAILABLE", "DATA_LOSS",         "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   const int index = static_cast<int>(code);
   return index >= 0 && index <= 16 ? kNames[index] : "code " + std::to_string(index);
 }
@@ -50,9 +62,7 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   std::string_view message() const { return message_; }
   void IgnoreError() const {}
-  std::string ToString() const {
-    return ok() ? "OK" : StatusCodeToString(code_) + ": " + message_;
-  }
+  std::string ToString() const { return ok() ? "OK" : StatusCodeToString(code_) + ": " + message_; }
   friend bool operator==(const Status& a, const Status& b) {
     return a.code_ == b.code_ && a.message_ == b.message_;
   }
