@@ -30,6 +30,34 @@ class SchedulerObserver {
   virtual void OnDeviceRecovered(absl::string_view device, int devices_serving) {}
 };
 
+// A link in a chain of observers: passes every event on to `next` (which
+// may be null; it must outlive this). Subclasses override what they act on
+// and call the base to keep forwarding.
+class ForwardingSchedulerObserver : public SchedulerObserver {
+ public:
+  explicit ForwardingSchedulerObserver(SchedulerObserver* next) : next_(next) {}
+
+  void OnQueueDepth(int depth) override {
+    if (next_ != nullptr) next_->OnQueueDepth(depth);
+  }
+  void OnJobStarted(OperatorKind kind, absl::Duration queue_duration) override {
+    if (next_ != nullptr) next_->OnJobStarted(kind, queue_duration);
+  }
+  void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
+                       absl::Duration compute_duration) override {
+    if (next_ != nullptr) next_->OnBatchExecuted(kind, device, batch_size, compute_duration);
+  }
+  void OnDeviceRemoved(absl::string_view device, int devices_left) override {
+    if (next_ != nullptr) next_->OnDeviceRemoved(device, devices_left);
+  }
+  void OnDeviceRecovered(absl::string_view device, int devices_serving) override {
+    if (next_ != nullptr) next_->OnDeviceRecovered(device, devices_serving);
+  }
+
+ private:
+  SchedulerObserver* const next_;
+};
+
 }  // namespace dmlserve
 
 #endif  // DMLSERVE_SCHEDULER_SCHEDULER_OBSERVER_H_

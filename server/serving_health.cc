@@ -20,21 +20,8 @@ void ServingHealth::Detach() {
   health_ = nullptr;
 }
 
-void ServingHealth::OnQueueDepth(int depth) {
-  if (next_ != nullptr) next_->OnQueueDepth(depth);
-}
-
-void ServingHealth::OnJobStarted(OperatorKind kind, absl::Duration queue_duration) {
-  if (next_ != nullptr) next_->OnJobStarted(kind, queue_duration);
-}
-
-void ServingHealth::OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
-                                    absl::Duration compute_duration) {
-  if (next_ != nullptr) next_->OnBatchExecuted(kind, device, batch_size, compute_duration);
-}
-
 void ServingHealth::OnDeviceRemoved(absl::string_view device, int devices_left) {
-  if (next_ != nullptr) next_->OnDeviceRemoved(device, devices_left);
+  ForwardingSchedulerObserver::OnDeviceRemoved(device, devices_left);
   if (devices_left > 0) return;
   absl::MutexLock lock(&mu_);
   if (no_device_) return;
@@ -44,7 +31,7 @@ void ServingHealth::OnDeviceRemoved(absl::string_view device, int devices_left) 
 }
 
 void ServingHealth::OnDeviceRecovered(absl::string_view device, int devices_serving) {
-  if (next_ != nullptr) next_->OnDeviceRecovered(device, devices_serving);
+  ForwardingSchedulerObserver::OnDeviceRecovered(device, devices_serving);
   if (devices_serving == 0) return;
   absl::MutexLock lock(&mu_);
   if (!no_device_) return;

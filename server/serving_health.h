@@ -18,10 +18,10 @@
 
 namespace dmlserve {
 
-class ServingHealth final : public SchedulerObserver {
+class ServingHealth final : public ForwardingSchedulerObserver {
  public:
   // `next` may be null; it must outlive this.
-  explicit ServingHealth(SchedulerObserver* next) : next_(next) {}
+  explicit ServingHealth(SchedulerObserver* next) : ForwardingSchedulerObserver(next) {}
 
   // From now on reports to `health` (the running server's; it must outlive
   // this): NOT_SERVING at once when `devices_serving` is 0, and whenever
@@ -30,15 +30,10 @@ class ServingHealth final : public SchedulerObserver {
   // Stops reporting: the server drains and has said NOT_SERVING for good.
   void Detach();
 
-  void OnQueueDepth(int depth) override;
-  void OnJobStarted(OperatorKind kind, absl::Duration queue_duration) override;
-  void OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
-                       absl::Duration compute_duration) override;
   void OnDeviceRemoved(absl::string_view device, int devices_left) override;
   void OnDeviceRecovered(absl::string_view device, int devices_serving) override;
 
  private:
-  SchedulerObserver* const next_;
   absl::Mutex mu_;
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool no_device_ ABSL_GUARDED_BY(mu_) = false;

@@ -43,6 +43,11 @@ TEST_F(DeviceRemovalTest, EveryRequestIsAnsweredCorrectlyWhileDevicesFail) {
   // Both D3D12 devices were taken out of rotation, once each, and counted.
   EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:0"}}), 1.0);
   EXPECT_EQ(Metric("dmlserve_device_removals_total", {{"device", "d3d12:1"}}), 1.0);
+  // And logged (for a Windows service: to the event log, as a warning).
+  EXPECT_THAT(server_->Output(),
+              ::testing::HasSubstr("device d3d12:0 failed and was removed from rotation"));
+  EXPECT_THAT(server_->Output(),
+              ::testing::HasSubstr("device d3d12:1 failed and was removed from rotation"));
   auto context = MakeContext();
   v1::GetServerInfoResponse info;
   ASSERT_TRUE(stub_->GetServerInfo(context.get(), {}, &info).ok());
