@@ -108,10 +108,8 @@ class Service {
       bool serving = false;
       DWORD state = 0;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        if (done_cv_.wait_for(lock, std::chrono::milliseconds(0), [this] { return body_done_; })) {
-          return;
-        }
+        std::lock_guard<std::mutex> lock(mu_);
+        if (body_done_) return;
         state = state_;
       }
       if (state == SERVICE_START_PENDING) {
