@@ -2,11 +2,14 @@
 // each case runs one batch per iteration on a CpuDevice, output allocation
 // included.
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/bench_operations.h"
 #include "benchmark/benchmark.h"
+#include "kernels/backend/execution_hints.h"
 #include "kernels/core/buffer_pool.h"
 #include "kernels/cpu/cpu_device.h"
 
@@ -63,6 +66,48 @@ DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_fused_16x4x1024x1024, 16, 4, 1024, 
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMulUnfused, qlinear_unfused_16x4x1024x1024, 16, 4, 1024, 1024)
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_small_8x64x64, 1, 8, 64, 64);
+
+// A batch as the server runs it under load (dmlserve-load --mix=qmatmul=1
+// --matmul_shape=1,1024,1024 --register_weights with 64 clients): `requests`
+// one-row requests sharing a registered 1024x1024 B, fused, on one thread
+// (the scheduler's BusyCoresScope: the other core serves gRPC). Its
+// MAC/s against BM_CpuQGemmUkernel/avx512vnni's (one thread, the
+// micro-kernel alone) is how much of the core the serving path gets.
+//
+// `cold`: between batches, 4 MiB of other data pass through the caches, as
+// a batch's worth of gRPC traffic does in the server, so B comes from L3.
+void BM_CpuServingBatch(benchmark::State& state, int requests, bool cold) {
+  const std::vector<Operation> operations =
+      MakeMatMulsSharingB(requests, 1, 1024, 1024, "bench-serving-weights");
+  const BusyCoresScope busy(true);
+  std::vector<WorkItem> items(operations.size());
+  std::vector<uint8_t> other(cold ? size_t{4} << 20 : 0);
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      for (size_t i = 0; i < other.size(); i += 64) other[i] += 1;
+      benchmark::ClobberMemory();
+      state.ResumeTiming();
+    }
+    for (size_t i = 0; i < operations.size(); ++i) items[i] = WorkItem{&operations[i], {}, {}};
+    const absl::Status status = Cpu().Execute(absl::MakeSpan(items));
+    if (!status.ok()) {
+      state.SkipWithError(std::string(status.message()).c_str());
+      break;
+    }
+  }
+  state.counters["MAC/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * requests * 1024 * 1024,
+                         benchmark::Counter::kIsRate);
+  state.counters["us/row"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * requests,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+DMLSERVE_CPU_BENCHMARK(BM_CpuServingBatch, fused_1_warm, 1, false)->Unit(benchmark::kMicrosecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuServingBatch, fused_1_cold, 1, true)->Unit(benchmark::kMicrosecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuServingBatch, fused_19_warm, 19, false)->Unit(benchmark::kMicrosecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuServingBatch, fused_19_cold, 19, true)->Unit(benchmark::kMicrosecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuServingBatch, fused_32_cold, 32, true)->Unit(benchmark::kMicrosecond);
 
 // The cases compared with ONNX Runtime (bench/compare_onnxruntime.sh) under
 // the same names. One request per iteration on a CpuDevice, output allocation

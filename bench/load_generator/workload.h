@@ -59,6 +59,10 @@ struct PooledRequest {
   // requantized matrix multiply (rounding at near-ties), relative for floats.
   double tolerance = 0;
   bool relative_tolerance = false;
+  // For an INT8 output: `expected` as the output's own bytes, compared byte
+  // by byte (every response is checked with --verify_every=1, on the cores
+  // the server runs on, so the check must cost next to nothing).
+  std::string expected_int8;
 };
 
 class Workload {

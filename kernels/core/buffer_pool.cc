@@ -66,6 +66,82 @@ void* MapBlock(size_t capacity) {
 }
 #endif
 
+// Small blocks up to kLargestSmallClass come in power-of-two classes from 64
+// bytes (kBlockAlignment); those between it and kMinPooledBytes get exactly
+// their size (no power of two lies there, so Release tells them apart).
+constexpr int kSmallClasses = 10;  // 64 B .. 32 KiB
+constexpr size_t kLargestSmallClass = BufferPool::kBlockAlignment << (kSmallClasses - 1);
+static_assert(kLargestSmallClass * 2 == BufferPool::kMinPooledBytes);
+
+int SmallClass(size_t size) {
+  int index = 0;
+  while ((BufferPool::kBlockAlignment << index) < size) ++index;
+  return index;
+}
+
+void* NewSmallBlock(size_t capacity) {
+  return ::operator new(capacity, std::align_val_t(BufferPool::kBlockAlignment));
+}
+
+void DeleteSmallBlock(void* data) {
+  ::operator delete(data, std::align_val_t(BufferPool::kBlockAlignment));
+}
+
+// Released small blocks a thread keeps for itself: no lock, and a block
+// usually goes back to the thread that took it (a batch's outputs are
+// serialized and dropped by the thread that computed them).
+class SmallBlockCache {
+ public:
+  ~SmallBlockCache() {
+    for (std::vector<void*>& blocks : free_) {
+      for (void* data : blocks) DeleteSmallBlock(data);
+    }
+  }
+
+  void* Take(int index) {
+    std::vector<void*>& blocks = free_[index];
+    if (blocks.empty()) return nullptr;
+    void* data = blocks.back();
+    blocks.pop_back();
+    bytes_ -= BufferPool::kBlockAlignment << index;
+    return data;
+  }
+
+  // False when the cache is full (the caller frees the block).
+  bool Keep(int index, void* data) {
+    const size_t capacity = BufferPool::kBlockAlignment << index;
+    std::vector<void*>& blocks = free_[index];
+    if (static_cast<int>(blocks.size()) >= BufferPool::kSmallBlocksPerClass ||
+        bytes_ + capacity > BufferPool::kSmallCacheBytes) {
+      return false;
+    }
+    if (blocks.capacity() == 0) blocks.reserve(BufferPool::kSmallBlocksPerClass);
+    blocks.push_back(data);
+    bytes_ += capacity;
+    return true;
+  }
+
+ private:
+  std::vector<void*> free_[kSmallClasses];
+  size_t bytes_ = 0;
+};
+
+// Trivially destructible, so readable at any point of a thread's exit.
+thread_local bool t_small_cache_gone = false;
+
+// This thread's cache, or null once its thread-local storage is being torn
+// down (a buffer held by another thread-local object may be released after
+// the cache is gone: it then goes straight back to the heap).
+SmallBlockCache* ThreadSmallBlocks() {
+  if (t_small_cache_gone) return nullptr;
+  struct Holder {
+    ~Holder() { t_small_cache_gone = true; }
+    SmallBlockCache cache;
+  };
+  thread_local Holder holder;
+  return &holder.cache;
+}
+
 uint64_t ConfiguredCap() {
   if (const char* value = std::getenv("DMLSERVE_BUFFER_POOL_BYTES")) {
     char* end = nullptr;
@@ -109,8 +185,15 @@ BufferPool::~BufferPool() {
 }
 
 BufferPool::Block BufferPool::Acquire(size_t size) {
+  if (size > kLargestSmallClass && size < kMinPooledBytes) {
+    return Block{NewSmallBlock(size), size};
+  }
   if (size < kMinPooledBytes) {
-    return Block{::operator new(size, std::align_val_t(kBlockAlignment)), size};
+    const int index = SmallClass(size);
+    const size_t capacity = kBlockAlignment << index;
+    SmallBlockCache* cache = ThreadSmallBlocks();
+    void* data = cache != nullptr ? cache->Take(index) : nullptr;
+    return Block{data != nullptr ? data : NewSmallBlock(capacity), capacity};
   }
   const size_t capacity = ClassCapacity(size);
   {
@@ -139,8 +222,15 @@ BufferPool::Block BufferPool::Acquire(size_t size) {
 
 void BufferPool::Release(Block block) {
   if (block.data == nullptr) return;
+  if (block.capacity > kLargestSmallClass && block.capacity < kMinPooledBytes) {
+    DeleteSmallBlock(block.data);
+    return;
+  }
   if (block.capacity < kMinPooledBytes) {
-    ::operator delete(block.data, std::align_val_t(kBlockAlignment));
+    SmallBlockCache* cache = ThreadSmallBlocks();
+    if (cache == nullptr || !cache->Keep(SmallClass(block.capacity), block.data)) {
+      DeleteSmallBlock(block.data);
+    }
     return;
   }
   {

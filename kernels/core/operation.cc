@@ -93,12 +93,38 @@ absl::StatusOr<QuantizationAxis> ClassifyQuantization(const Tensor& tensor, absl
                    expected.axis == QuantizationAxis::kPerRow ? " (per row)" : " (per column)"));
 }
 
+// A broadcast this thread made last, reused while requests send the same
+// scalar for the same shape (clients of one model do): its bytes are never
+// written after validation, so jobs share them. That saves an allocation and
+// a fill per request, and the batcher's check that fused jobs have the same
+// B zero points (SameBytes) then compares pointers. Only small broadcasts are
+// kept, so a thread holds at most kMaxCachedBroadcastBytes.
+constexpr size_t kMaxCachedBroadcastBytes = size_t{16} << 10;
+
+struct CachedBroadcast {
+  DataType type = DataType::kFloat32;
+  QuantizationAxis axis = QuantizationAxis::kPerTensor;
+  uint32_t count = 0;
+  uint32_t value = 0;  // the scalar's bytes (at most 4)
+  Tensor tensor;
+};
+
 // Replicates a one-element tensor `count` times in the given shape, so that a
 // scale and its zero point always share one granularity (the kernels then
 // index both the same way).
 Tensor Broadcast(const Tensor& scalar, QuantizationAxis axis, uint32_t count) {
-  Tensor expanded = Tensor::Allocate(scalar.data_type, ShapeFor(axis, count));
   const size_t element = DataTypeSize(scalar.data_type);
+  const bool cacheable = element <= sizeof(uint32_t) && element * count <= kMaxCachedBroadcastBytes;
+  uint32_t value = 0;
+  thread_local CachedBroadcast cached;
+  if (cacheable) {
+    std::memcpy(&value, scalar.data(), element);
+    if (cached.tensor.present() && cached.type == scalar.data_type && cached.axis == axis &&
+        cached.count == count && cached.value == value) {
+      return cached.tensor;
+    }
+  }
+  Tensor expanded = Tensor::Allocate(scalar.data_type, ShapeFor(axis, count));
   uint8_t* out = expanded.mutable_data();
   const size_t total = element * count;
   if (total == 0) return expanded;
@@ -108,6 +134,7 @@ Tensor Broadcast(const Tensor& scalar, QuantizationAxis axis, uint32_t count) {
   for (size_t filled = element; filled < total; filled *= 2) {
     std::memcpy(out + filled, out, std::min(filled, total - filled));
   }
+  if (cacheable) cached = CachedBroadcast{scalar.data_type, axis, count, value, expanded};
   return expanded;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -67,6 +68,40 @@ TEST(BufferPoolTest, ReleasedBlocksAreReusedUpToTheCap) {
   EXPECT_EQ(pool.stats().in_use_bytes, 0u);
   pool.Trim();
   EXPECT_EQ(pool.stats().cached_bytes, 0u);
+}
+
+TEST(BufferPoolTest, SmallBlocksComeBackToTheThreadThatReleasedThem) {
+  BufferPool pool(0);
+  BufferPool::Block block = pool.Acquire(1000);
+  EXPECT_EQ(block.capacity, 1024u);  // its power-of-two class
+  EXPECT_TRUE(Aligned(block.data));
+  std::memset(block.data, 0x5a, block.capacity);
+  pool.Release(block);
+  // The same class on the same thread: that block, without the heap.
+  BufferPool::Block again = pool.Acquire(600);
+  EXPECT_EQ(again.data, block.data);
+  EXPECT_EQ(again.capacity, 1024u);
+  EXPECT_EQ(pool.stats().in_use_bytes, 0u) << "small blocks are not pooled blocks";
+
+  // Released by another thread, a block joins that thread's cache, which
+  // frees it when the thread ends (the leak checkers of the sanitizer builds
+  // would see it otherwise); this thread is not affected.
+  std::thread([&pool, again] { pool.Release(again); }).join();
+  BufferPool::Block fresh = pool.Acquire(1024);
+  EXPECT_TRUE(Aligned(fresh.data));
+  std::memset(fresh.data, 0, fresh.capacity);
+  pool.Release(fresh);
+
+  // Between the largest class (32 KiB) and the pooled sizes: exact sizes.
+  for (size_t size : {size_t{32} << 10, (size_t{32} << 10) + 1, BufferPool::kMinPooledBytes - 1}) {
+    BufferPool::Block block = pool.Acquire(size);
+    EXPECT_GE(block.capacity, size);
+    EXPECT_LT(block.capacity, BufferPool::kMinPooledBytes);
+    EXPECT_TRUE(Aligned(block.data));
+    std::memset(block.data, 1, size);
+    pool.Release(block);
+  }
+  EXPECT_EQ(pool.stats().misses, 0u);
 }
 
 TEST(TensorTest, AllocateZeroFillsAndSharesByPointer) {
