@@ -414,6 +414,35 @@ TEST(MakeQuantizedMatMulTest, ZeroPointsMatchTheirTensorsType) {
   ExpectInvalid(Make(std::move(t)), "b_zero_point.sizes");
 }
 
+// Requests of one model send the same scalar zero point with per-column
+// scales: its broadcast is made once per thread and shared (read-only), and
+// a different value, type or width gets a broadcast of its own.
+TEST(MakeQuantizedMatMulTest, RepeatedZeroPointBroadcastsShareTheirBytes) {
+  auto make = [](uint8_t zero_point, uint32_t n) {
+    QuantizedMatMulTensors t = Valid(3, 4, n);
+    std::vector<float> scales(n, 0.25f);
+    t.b_scale = Floats({1, 1, 1, n}, scales);
+    t.b_zero_point = Zeros(DataType::kUint8, {1, 1, 1, 1});
+    t.b_zero_point.mutable_data()[0] = zero_point;
+    absl::StatusOr<QuantizedMatMulOperation> op = MakeQuantizedMatMulOperation(std::move(t), {});
+    EXPECT_TRUE(op.ok()) << op.status();
+    return *std::move(op);
+  };
+  const QuantizedMatMulOperation first = make(9, 5);
+  const QuantizedMatMulOperation second = make(9, 5);
+  EXPECT_EQ(first.b_zero_point.sizes, (Shape{1, 1, 1, 5}));
+  EXPECT_EQ(std::string(first.b_zero_point.bytes->data(), 5), std::string(5, '\x09'));
+  EXPECT_EQ(first.b_zero_point.bytes, second.b_zero_point.bytes);
+
+  const QuantizedMatMulOperation other_value = make(10, 5);
+  EXPECT_NE(other_value.b_zero_point.bytes, first.b_zero_point.bytes);
+  EXPECT_EQ(std::string(other_value.b_zero_point.bytes->data(), 5), std::string(5, '\x0a'));
+  const QuantizedMatMulOperation other_width = make(10, 6);
+  EXPECT_EQ(std::string(other_width.b_zero_point.bytes->data(), 6), std::string(6, '\x0a'));
+  // The shared bytes outlive the cache's next entry.
+  EXPECT_EQ(std::string(first.b_zero_point.bytes->data(), 5), std::string(5, '\x09'));
+}
+
 TEST(MakeQuantizedMatMulTest, MixedScaleAndZeroPointGranularitiesAreUnified) {
   QuantizedMatMulTensors t = Valid();
   t.a_scale = Floats({1, 1, 3, 1}, {1, 2, 3});
