@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -87,59 +88,13 @@ void DeleteSmallBlock(void* data) {
   ::operator delete(data, std::align_val_t(BufferPool::kBlockAlignment));
 }
 
-// Released small blocks a thread keeps for itself: no lock, and a block
-// usually goes back to the thread that took it (a batch's outputs are
-// serialized and dropped by the thread that computed them).
-class SmallBlockCache {
- public:
-  ~SmallBlockCache() {
-    for (std::vector<void*>& blocks : free_) {
-      for (void* data : blocks) DeleteSmallBlock(data);
-    }
-  }
-
-  void* Take(int index) {
-    std::vector<void*>& blocks = free_[index];
-    if (blocks.empty()) return nullptr;
-    void* data = blocks.back();
-    blocks.pop_back();
-    bytes_ -= BufferPool::kBlockAlignment << index;
-    return data;
-  }
-
-  // False when the cache is full (the caller frees the block).
-  bool Keep(int index, void* data) {
-    const size_t capacity = BufferPool::kBlockAlignment << index;
-    std::vector<void*>& blocks = free_[index];
-    if (static_cast<int>(blocks.size()) >= BufferPool::kSmallBlocksPerClass ||
-        bytes_ + capacity > BufferPool::kSmallCacheBytes) {
-      return false;
-    }
-    if (blocks.capacity() == 0) blocks.reserve(BufferPool::kSmallBlocksPerClass);
-    blocks.push_back(data);
-    bytes_ += capacity;
-    return true;
-  }
-
- private:
-  std::vector<void*> free_[kSmallClasses];
-  size_t bytes_ = 0;
-};
-
-// Trivially destructible, so readable at any point of a thread's exit.
-thread_local bool t_small_cache_gone = false;
-
-// This thread's cache, or null once its thread-local storage is being torn
-// down (a buffer held by another thread-local object may be released after
-// the cache is gone: it then goes straight back to the heap).
-SmallBlockCache* ThreadSmallBlocks() {
-  if (t_small_cache_gone) return nullptr;
-  struct Holder {
-    ~Holder() { t_small_cache_gone = true; }
-    SmallBlockCache cache;
-  };
-  thread_local Holder holder;
-  return &holder.cache;
+// How many released blocks of class `index` the pool keeps: kSmallBlocksKept,
+// fewer for large classes, so that no class holds more than
+// kSmallCacheBytesPerClass.
+size_t SmallBlocksKept(int index) {
+  const size_t capacity = BufferPool::kBlockAlignment << index;
+  return std::min<size_t>(BufferPool::kSmallBlocksKept,
+                          std::max<size_t>(1, BufferPool::kSmallCacheBytesPerClass / capacity));
 }
 
 uint64_t ConfiguredCap() {
@@ -157,6 +112,42 @@ struct BufferPool::State {
   mutable std::mutex mutex;
   std::map<size_t, std::vector<void*>> free;  // by class capacity
   BufferPoolStats stats;
+
+  // Released small blocks by class, each class under its own lock (held for
+  // a push or a pop: two threads rarely meet there, unlike on glibc's arena
+  // lock, which every other allocation of those threads takes too).
+  struct SmallClassCache {
+    std::mutex mutex;
+    std::vector<void*> blocks;
+  };
+  SmallClassCache small[kSmallClasses];
+
+  void* TakeSmall(int index) {
+    SmallClassCache& cache = small[index];
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.blocks.empty()) return nullptr;
+    void* data = cache.blocks.back();
+    cache.blocks.pop_back();
+    return data;
+  }
+
+  // False when the class keeps enough already (the caller frees the block).
+  bool KeepSmall(int index, void* data) {
+    SmallClassCache& cache = small[index];
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.blocks.size() >= SmallBlocksKept(index)) return false;
+    if (cache.blocks.capacity() == 0) cache.blocks.reserve(SmallBlocksKept(index));
+    cache.blocks.push_back(data);
+    return true;
+  }
+
+  void FreeSmall() {
+    for (SmallClassCache& cache : small) {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      for (void* data : cache.blocks) DeleteSmallBlock(data);
+      cache.blocks.clear();
+    }
+  }
 
   // Unmaps cached blocks, largest first, until at most `keep` bytes remain.
   void EvictTo(uint64_t keep) {
@@ -191,8 +182,7 @@ BufferPool::Block BufferPool::Acquire(size_t size) {
   if (size < kMinPooledBytes) {
     const int index = SmallClass(size);
     const size_t capacity = kBlockAlignment << index;
-    SmallBlockCache* cache = ThreadSmallBlocks();
-    void* data = cache != nullptr ? cache->Take(index) : nullptr;
+    void* data = state_->TakeSmall(index);
     return Block{data != nullptr ? data : NewSmallBlock(capacity), capacity};
   }
   const size_t capacity = ClassCapacity(size);
@@ -227,8 +217,7 @@ void BufferPool::Release(Block block) {
     return;
   }
   if (block.capacity < kMinPooledBytes) {
-    SmallBlockCache* cache = ThreadSmallBlocks();
-    if (cache == nullptr || !cache->Keep(SmallClass(block.capacity), block.data)) {
+    if (!state_->KeepSmall(SmallClass(block.capacity), block.data)) {
       DeleteSmallBlock(block.data);
     }
     return;
@@ -253,6 +242,7 @@ void BufferPool::SetCap(uint64_t cap_bytes) {
 }
 
 void BufferPool::Trim() {
+  state_->FreeSmall();
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->EvictTo(0);
 }

@@ -22,12 +22,11 @@
 //     their first touch faults once per 2 MiB instead of once per 4 KiB.
 //   - Small requests (below kMinPooledBytes: a request's output, a
 //     broadcast zero point) come from the C++ heap, up to 32 KiB in
-//     power-of-two classes (their capacity). Each thread keeps a few of its
-//     released small blocks per class for its next acquisitions
-//     (kSmallBlocksPerClass, at most kSmallCacheBytes a thread): glibc
-//     serves 64-byte-aligned allocations without its per-thread cache, under
-//     an arena lock the threads sending responses contend for, and a batch's
-//     outputs are acquired and released by the thread that runs it.
+//     power-of-two classes (their capacity). Released ones are kept per
+//     class (kSmallBlocksKept, at most kSmallCacheBytesPerClass a class),
+//     each class under its own lock: glibc serves 64-byte-aligned
+//     allocations without its per-thread cache, under an arena lock that the
+//     threads sending responses contend for. Trim frees them too.
 //   - Thread-safe: any thread may acquire and release.
 
 #include <cstddef>
@@ -48,8 +47,8 @@ class BufferPool {
  public:
   static constexpr size_t kBlockAlignment = 64;
   static constexpr size_t kMinPooledBytes = size_t{64} << 10;
-  static constexpr int kSmallBlocksPerClass = 8;
-  static constexpr size_t kSmallCacheBytes = size_t{256} << 10;
+  static constexpr size_t kSmallBlocksKept = 64;
+  static constexpr size_t kSmallCacheBytesPerClass = size_t{256} << 10;
   static constexpr size_t kHugePageBytes = size_t{2} << 20;
   // The default cap: room for a few 64 MiB outputs in flight. Overridden by
   // the DMLSERVE_BUFFER_POOL_BYTES environment variable.

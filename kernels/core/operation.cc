@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -93,12 +94,14 @@ absl::StatusOr<QuantizationAxis> ClassifyQuantization(const Tensor& tensor, absl
                    expected.axis == QuantizationAxis::kPerRow ? " (per row)" : " (per column)"));
 }
 
-// A broadcast this thread made last, reused while requests send the same
-// scalar for the same shape (clients of one model do): its bytes are never
-// written after validation, so jobs share them. That saves an allocation and
-// a fill per request, and the batcher's check that fused jobs have the same
-// B zero points (SameBytes) then compares pointers. Only small broadcasts are
-// kept, so a thread holds at most kMaxCachedBroadcastBytes.
+// The last broadcast made, reused while requests send the same scalar for the
+// same shape (clients of one model do): its bytes are never written after
+// validation, so jobs share them. That saves an allocation and a fill per
+// request, and the batcher's check that fused jobs have the same B zero
+// points (SameBytes) then compares pointers. Only small broadcasts are kept
+// (at most kMaxCachedBroadcastBytes), in one entry for the process: no
+// thread-local object with a destructor, which thread exit under mingw-w64
+// (the Windows service test's build) does not survive.
 constexpr size_t kMaxCachedBroadcastBytes = size_t{16} << 10;
 
 struct CachedBroadcast {
@@ -109,6 +112,16 @@ struct CachedBroadcast {
   Tensor tensor;
 };
 
+struct BroadcastCache {
+  std::mutex mutex;
+  CachedBroadcast entry;  // under mutex
+};
+
+BroadcastCache& TheBroadcastCache() {
+  static BroadcastCache* cache = new BroadcastCache;  // never destroyed
+  return *cache;
+}
+
 // Replicates a one-element tensor `count` times in the given shape, so that a
 // scale and its zero point always share one granularity (the kernels then
 // index both the same way).
@@ -116,9 +129,11 @@ Tensor Broadcast(const Tensor& scalar, QuantizationAxis axis, uint32_t count) {
   const size_t element = DataTypeSize(scalar.data_type);
   const bool cacheable = element <= sizeof(uint32_t) && element * count <= kMaxCachedBroadcastBytes;
   uint32_t value = 0;
-  thread_local CachedBroadcast cached;
   if (cacheable) {
     std::memcpy(&value, scalar.data(), element);
+    BroadcastCache& cache = TheBroadcastCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    const CachedBroadcast& cached = cache.entry;
     if (cached.tensor.present() && cached.type == scalar.data_type && cached.axis == axis &&
         cached.count == count && cached.value == value) {
       return cached.tensor;
@@ -134,7 +149,11 @@ Tensor Broadcast(const Tensor& scalar, QuantizationAxis axis, uint32_t count) {
   for (size_t filled = element; filled < total; filled *= 2) {
     std::memcpy(out + filled, out, std::min(filled, total - filled));
   }
-  if (cacheable) cached = CachedBroadcast{scalar.data_type, axis, count, value, expanded};
+  if (cacheable) {
+    BroadcastCache& cache = TheBroadcastCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.entry = CachedBroadcast{scalar.data_type, axis, count, value, expanded};
+  }
   return expanded;
 }
 
