@@ -98,6 +98,11 @@ class BatchQueue {
   // idle device).
   bool holding(absl::Time now) const { return held_ != nullptr && !HoldOver(*held_, now); }
 
+  // When the held batch's hold runs out (InfiniteFuture when none is held).
+  absl::Time hold_end() const {
+    return held_ != nullptr ? held_->held_until : absl::InfiniteFuture();
+  }
+
   // Removes a waiting job (cancelled); null when it is not waiting.
   std::shared_ptr<Job> Remove(Job* job);
 

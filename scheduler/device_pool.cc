@@ -47,12 +47,21 @@ DevicePool::Slot* DevicePool::IdleSlot() {
 
 void DevicePool::Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline) {
   ++slot.waiting;
+  slot.wait_deadlines.push_back(deadline);
   slot.wake.WaitWithDeadline(mu, deadline);
   --slot.waiting;
+  slot.wait_deadlines.erase(
+      std::find(slot.wait_deadlines.begin(), slot.wait_deadlines.end(), deadline));
   // Woken by a signal or not (timeout, spurious wake), this worker is awake:
   // a pending signal it may have consumed must not count as still pending.
   slot.wakes_pending = std::min(slot.wakes_pending, slot.waiting);
   if (slot.wakes_pending > 0) --slot.wakes_pending;
+}
+
+bool DevicePool::WillLookBy(const Slot& slot, absl::Time time) const {
+  if (slot.workers - slot.exited > slot.waiting || slot.wakes_pending > 0) return true;
+  return std::any_of(slot.wait_deadlines.begin(), slot.wait_deadlines.end(),
+                     [time](absl::Time deadline) { return deadline <= time; });
 }
 
 bool DevicePool::Signal(Slot& slot) {

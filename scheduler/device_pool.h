@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "kernels/backend/device.h"
 
 namespace dmlserve {
@@ -41,7 +42,11 @@ class DevicePool {
     int inflight = 0;       // batches it runs now, on workers or submitting threads
     int waiting = 0;        // its workers blocked in Wait
     int wakes_pending = 0;  // of those, signalled and not yet awake
+    int exited = 0;         // its workers that left for good (shutdown, no recovery)
     bool probing = false;   // one of its workers is bringing it back (Recover)
+    // When each waiting worker wakes on its own (InfiniteFuture: only when
+    // signalled), in no order.
+    std::vector<absl::Time> wait_deadlines;
     absl::CondVar wake;
 
     bool idle() const { return inflight == 0; }
@@ -71,6 +76,12 @@ class DevicePool {
 
   // Blocks a worker of `slot` on `mu` until woken or `deadline`.
   void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);
+
+  // Whether a worker of `slot` will look at the queue by `time` without
+  // being woken: one is awake (every worker looks at the queue before it
+  // waits), already signalled, or waiting with a deadline no later than
+  // `time`.
+  bool WillLookBy(const Slot& slot, absl::Time time) const;
 
   // Wakes one waiting worker that should take work now: one of an idle
   // serving device, or, when `busy_may_take` (a batch a busy device may start

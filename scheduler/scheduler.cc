@@ -91,6 +91,11 @@ class Scheduler::Impl : public JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
+  // When an idle or waiting worker of `slot` should next look at the queue
+  // on its own (InfiniteFuture: only when woken). `holds_seen`: the worker's
+  // count of holds_begun_ at its last look, updated.
+  absl::Time NextLookLocked(const Slot& slot, bool should_take, absl::Time now,
+                            uint64_t& holds_seen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For a worker of a failed `slot`: probes the device once
   // options_.reprobe_interval has passed and none of its batches runs
   // (Device::Recover; one worker probes, the others wait for the outcome)
@@ -125,6 +130,15 @@ class Scheduler::Impl : public JobCancellationListener {
   // is left. Returns whether this call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
                          std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether all that waits is a batch in its hold, and a worker of `slot`
+  // will look at the queue by the hold's end plus hold_backstop without being
+  // woken (DevicePool::WillLookBy).
+  bool HoldCoveredLocked(const Slot& slot, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return options_.hold_backstop > absl::ZeroDuration() &&
+           !queue_.HasRunnable(now, /*idle=*/true) &&
+           pool_.WillLookBy(slot, queue_.hold_end() + options_.hold_backstop);
+  }
   // Accepts a batch whose every job may run on a submitting thread.
   static auto CheapOn(const Device& device) {
     return [&device](const Batch& candidate) {
@@ -161,6 +175,9 @@ class Scheduler::Impl : public JobCancellationListener {
   DevicePool pool_ ABSL_GUARDED_BY(mu_);
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
   int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  // Holds begun so far: an idle worker keeps looking at the queue every
+  // hold_backstop while this grows (HoldCoveredLocked).
+  uint64_t holds_begun_ ABSL_GUARDED_BY(mu_) = 0;
   // RunOnCaller loops under way: each looks at the queue again before it ends.
   int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;
   // Runs whose answers are not yet delivered (Run to DeliverAnswers):
@@ -245,6 +262,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
   job->cancellation_listener.store(this, std::memory_order_release);
   queue_.Add(job, std::move(key), own_bytes, company);
+  if (was_empty && queue_.holding(now)) ++holds_begun_;
   NoteDepthLocked();
   if (idle != nullptr) {
     if (queue_.HasRunnable(now, /*idle=*/true)) {
@@ -262,9 +280,11 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
       if (job->is_cancelled()) OnJobCancelled(*job);
       return absl::OkStatus();
     }
-    // A batch just began its hold: the idle device's worker arms its end.
-    // Later jobs joining it wake nobody.
-    if (was_empty) pool_.WakeOne(/*busy_may_take=*/true);
+    // A batch just began its hold. Later arrivals end it (by company, or the
+    // first one after max_queue_delay) and wake nobody; the idle device's
+    // worker is woken only when it would not look in time as the backstop
+    // (SchedulerOptions::hold_backstop).
+    if (was_empty && !HoldCoveredLocked(*idle, now)) pool_.WakeOne(/*busy_may_take=*/true);
   } else {
     // A busy device with room needs waking only when a batch just became
     // startable for it, or a due time appeared to wait for. A due time needs
@@ -306,6 +326,7 @@ void Scheduler::Impl::ReportDepth() {
 
 void Scheduler::Impl::WorkerLoop(Slot* slot) {
   std::vector<Completion> completions;
+  uint64_t holds_seen = 0;
   mu_.Lock();
   for (;;) {
     if (!slot->healthy) {
@@ -316,12 +337,7 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     const bool should_take = pool_.ShouldTake(*slot);
     if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
       if (shutting_down_ && queue_.empty() && inflight_batches_ == 0 && delivering_ == 0) break;
-      // A busy device with room starts the oldest open batch once it is due;
-      // an idle one, a held batch once its hold ends.
-      const absl::Time deadline = should_take && (!slot->idle() || queue_.holding(now))
-                                      ? queue_.NextDueTime()
-                                      : absl::InfiniteFuture();
-      pool_.Wait(*slot, &mu_, deadline);
+      pool_.Wait(*slot, &mu_, NextLookLocked(*slot, should_take, now, holds_seen));
       continue;
     }
     std::unique_ptr<Batch> batch = TakeLocked(
@@ -349,7 +365,26 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     }
     mu_.Lock();
   }
+  ++slot->exited;
   mu_.Unlock();
+}
+
+absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, absl::Time now,
+                                           uint64_t& holds_seen) {
+  const absl::Duration backstop = options_.hold_backstop;
+  const bool new_holds = holds_begun_ != holds_seen;
+  holds_seen = holds_begun_;
+  if (!should_take) return absl::InfiniteFuture();
+  // A busy device with room starts the oldest open batch once it is due.
+  if (!slot.idle()) return queue_.NextDueTime();
+  // An idle one backs up the held batch: arrivals end its hold, this worker
+  // only when none came by the hold's end plus the backstop.
+  if (queue_.holding(now)) return queue_.hold_end() + backstop;
+  // While holds keep beginning, the worker looks every `backstop` rather
+  // than being woken for each (HoldCoveredLocked); once they stop, it sleeps
+  // until woken.
+  if (backstop > absl::ZeroDuration() && new_holds) return now + backstop;
+  return absl::InfiniteFuture();
 }
 
 bool Scheduler::Impl::AwaitRecoveryLocked(Slot* slot) {
@@ -451,8 +486,10 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
       busy = UnderLoadLocked();
       if (batch == nullptr) --caller_loops_;
       // What is left is for the devices' workers: all of it once this thread
-      // stops, and meanwhile what a device with room may start now.
-      if (!queue_.empty() && (batch == nullptr || queue_.HasRunnable(now, /*idle=*/false))) {
+      // stops (but a hold that a worker looks at in time), and meanwhile what
+      // a device with room may start now.
+      if (!queue_.empty() && (batch == nullptr ? !HoldCoveredLocked(*slot, now)
+                                               : queue_.HasRunnable(now, /*idle=*/false))) {
         pool_.WakeOne(/*busy_may_take=*/true);
       }
     }

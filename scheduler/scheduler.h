@@ -9,7 +9,8 @@
 //  - device_pool.h (placement): which devices serve, which takes the next
 //    batch (least loaded), which worker to wake.
 //  - here: Submit (admission bounded by max_queue; a cheap job on an idle
-//    device runs on the submitting thread, see Device::MayRunOnCallerThread),
+//    device runs on the submitting thread, see Device::MayRunOnCallerThread,
+//    and so does a held batch, on the thread of the job that ends its hold),
 //    one worker thread per device slot pulling batches, device failures (the
 //    batch runs again elsewhere), cancellation and shutdown.
 //
@@ -33,6 +34,18 @@ struct SchedulerOptions {
   int max_batch_size = 64;
   uint64_t max_batch_bytes = 64ull << 20;
   absl::Duration max_queue_delay = absl::Microseconds(200);
+  // Under sustained load, a batch held for company (see BatchQueue) ends on
+  // the thread of the first job to arrive after max_queue_delay, with no
+  // thread woken for it: each wake of a sleeping thread costs 10-15 µs of CPU
+  // on a small VM (BM_ThreadHandoff), and a hold timed by a device worker
+  // costs two. The idle worker is only the backstop, for a hold whose
+  // arrivals stop: while holds keep beginning it looks at the queue every
+  // `hold_backstop`, and it is woken for a hold only when it would not look
+  // by the hold's end plus `hold_backstop`. A held job therefore waits at
+  // most max_queue_delay + hold_backstop, and max_queue_delay while jobs keep
+  // arriving. Zero: the worker times every hold itself (one wake to arm it,
+  // one when it ends).
+  absl::Duration hold_backstop = absl::Milliseconds(1);
   int max_queue = 1024;  // jobs admitted and not yet started
   // Devices a job's batch may fail on (each failure takes that device out of
   // rotation) before the job itself fails UNAVAILABLE instead of moving on:

@@ -47,6 +47,12 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 200,
           "in microseconds. An idle device starts the oldest batch at once, except under "
           "sustained load for jobs that cost nearly as much alone as in a batch (a few rows "
           "against a large shared B), which wait up to this long for company.");
+ABSL_FLAG(int64_t, hold_backstop_us, 1000,
+          "Under sustained load, a batch waiting for company ends on the thread of the first "
+          "request to arrive after --max_queue_delay_us, with no thread woken for it; the "
+          "device's idle worker looks at the queue this often, in microseconds, in case arrivals "
+          "stop. A waiting request thus waits at most --max_queue_delay_us plus this. 0: the "
+          "worker times every such wait itself (two thread wake-ups each).");
 ABSL_FLAG(int, max_batch_attempts, dmlserve::SchedulerOptions().max_attempts,
           "Devices a batch may fail on (each failure takes that device out of rotation) before "
           "its requests fail UNAVAILABLE instead of moving to the next device.");
@@ -142,6 +148,8 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.scheduler.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   const int64_t delay_us = absl::GetFlag(FLAGS_max_queue_delay_us);
   config.scheduler.max_queue_delay = absl::Microseconds(delay_us);
+  const int64_t backstop_us = absl::GetFlag(FLAGS_hold_backstop_us);
+  config.scheduler.hold_backstop = absl::Microseconds(backstop_us);
   if (const char* injected = std::getenv("DMLSERVE_INJECT_BATCH_DELAY_US")) {
     int64_t microseconds = 0;
     if (!absl::SimpleAtoi(injected, &microseconds) || microseconds < 0) {
@@ -208,6 +216,9 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {
     return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
+  }
+  if (backstop_us < 0 || backstop_us > 60'000'000) {
+    return FlagError("hold_backstop_us", backstop_us, "must be from 0 to 60000000 (one minute)");
   }
   if (config.max_concurrent_streams < 1) {
     return FlagError("max_concurrent_streams", config.max_concurrent_streams, "must be at least 1");

@@ -128,6 +128,11 @@ class TestDevice : public Device {
     changed_.SignalAll();
   }
   // Blocks until `count` batches have entered Execute (held or not).
+  // Batches that entered Execute so far.
+  int entered() const {
+    absl::MutexLock lock(&mu_);
+    return entered_;
+  }
   void AwaitEntered(int count) {
     absl::MutexLock lock(&mu_);
     while (entered_ < count) changed_.Wait(&mu_);
