@@ -210,6 +210,16 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
     }
   }
   for (Slot* slot : workers) threads_.emplace_back([this, slot] { WorkerLoop(slot); });
+  // Returns once every worker waits for work, so the first jobs find the
+  // workers as every later job does (asleep until woken), not still starting.
+  const int total = static_cast<int>(workers.size());
+  auto all_waiting = [this, total]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    int waiting = 0;
+    for (size_t i = 0; i < pool_.size(); ++i) waiting += pool_.at(i).waiting;
+    return waiting == total;
+  };
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&all_waiting));
 }
 
 absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {

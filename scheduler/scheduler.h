@@ -76,7 +76,8 @@ class Scheduler {
   // `devices` must not be empty. `observer` may be null; it must outlive the
   // scheduler. `fallback_devices` (e.g. the CPU behind GPUs) take work only
   // once every device in `devices` has failed, so a lost GPU never loses or
-  // strands a request.
+  // strands a request. Returns once every device worker thread has started
+  // and waits for work.
   Scheduler(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
             SchedulerObserver* observer,
             std::vector<std::unique_ptr<Device>> fallback_devices = {});
