@@ -23,8 +23,11 @@ if [[ "${DMLSERVE_WINDOWS_CROSS:-1}" == 1 ]]; then
   # Proves the D3D12 backend and the Windows service build for Windows (mingw-w64, whose
   # binutils bring windmc for the event log's messages), and runs them under wine (the
   # service test finds the service's process with pgrep: procps).
+  # scripts/windows-deps.sh cross-builds gRPC and its dependencies from Debian's
+  # sources: dpkg-source unpacks them, re2's Unicode tables are generated from
+  # unicode-data.
   packages+=(g++-mingw-w64-x86-64-posix binutils-mingw-w64-x86-64 directx-headers-dev wine64 xvfb
-             xauth procps)
+             xauth procps dpkg-dev unicode-data python3-six)
 fi
 
 # The Node.js client's test (tests/node): Debian's nodejs and npm, unless a Node.js with

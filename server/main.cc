@@ -18,6 +18,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -306,6 +307,18 @@ int main(int argc, char** argv) {
       "  dmlserve [flags]                      serve\n"
       "  dmlserve service <verb> [flags]       the Windows service: install, uninstall, start,\n"
       "                                        stop, run (docs/windows.md)");
+  // --version: what was built, for bug reports and for checking a deployment.
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [] {
+#ifdef _WIN32
+    constexpr char kPlatform[] = "Windows x64";
+#else
+    constexpr char kPlatform[] = "Linux";
+#endif
+    return absl::StrCat("dmlserve ", DMLSERVE_VERSION, " (", kPlatform, ", gRPC ",
+                        grpc::Version(), ")\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
   // detection: a global lock-order graph updated on every Lock. It cost the
   // request path about a tenth of its CPU, so the server turns it off; the

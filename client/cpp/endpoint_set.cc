@@ -1,7 +1,15 @@
 #include "client/cpp/endpoint_set.h"
 
+#ifdef _WIN32
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#else
 #include <netdb.h>
 #include <sys/socket.h>
+#endif
 
 #include <algorithm>
 #include <utility>
@@ -60,6 +68,15 @@ absl::string_view DnsName(absl::string_view target) {
 // The addresses `host` resolves to, as gRPC targets ("ipv4:a.b.c.d:port",
 // "ipv6:[...]:port"), in the resolver's order, without repeats.
 absl::StatusOr<std::vector<std::string>> Resolve(const std::string& host, const std::string& port) {
+#ifdef _WIN32
+  // Winsock answers nothing before WSAStartup, which gRPC may not have run yet
+  // (no channel exists). Its calls are counted, so one more is harmless.
+  static const bool winsock_started = [] {
+    WSADATA data;
+    return WSAStartup(MAKEWORD(2, 2), &data) == 0;
+  }();
+  if (!winsock_started) return absl::UnavailableError("WSAStartup failed: no network stack");
+#endif
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -1,21 +1,25 @@
 <#
 .SYNOPSIS
-  Installs dmlserve as a Windows service: copies the executable, creates the
+  Installs dmlserve as a Windows service: copies the executables, creates the
   service (virtual account NT SERVICE\dmlserve, delayed auto-start, restart on
   failure, pre-shutdown drain), opens the firewall for gRPC and metrics, grants
   the service account read access to a tensor repository, and starts it.
 
 .EXAMPLE
-  # From an elevated PowerShell, in the folder of a build (docs/windows.md):
-  .\install-dmlserve.ps1 -Source .\build\windows-msvc\server\Release\dmlserve.exe `
-      -Backend d3d12 -TensorRepository D:\models\dmlserve
+  # From an elevated PowerShell, in the unpacked dmlserve-<version>-windows-x64.zip:
+  .\install-dmlserve.ps1 -Backend d3d12 -TensorRepository D:\models\dmlserve
+
+.EXAMPLE
+  # From a build folder (docs/windows.md):
+  .\install-dmlserve.ps1 -Source .\build-windows\server\dmlserve.exe
 
 .EXAMPLE
   .\install-dmlserve.ps1 -Uninstall
 #>
 [CmdletBinding()]
 param(
-  [string]$Source = ".\dmlserve.exe",
+  # dmlserve.exe; dmlserve-cli.exe is copied too when it lies beside it.
+  [string]$Source = (Join-Path $PSScriptRoot "dmlserve.exe"),
   [string]$InstallDir = "$env:ProgramFiles\dmlserve",
   [string]$ServiceName = "dmlserve",
   [int]$GrpcPort = 50051,
@@ -47,6 +51,8 @@ if ($Uninstall) {
 
 New-Item -ItemType Directory -Force -Path $InstallDir | Out-Null
 Copy-Item -Force $Source $exe
+$cli = Join-Path (Split-Path -Parent $Source) "dmlserve-cli.exe"
+if (Test-Path $cli) { Copy-Item -Force $cli (Join-Path $InstallDir "dmlserve-cli.exe") }
 
 $flags = @(
   "--listen=0.0.0.0:$GrpcPort",

@@ -2,40 +2,54 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
+#include "kernels/cpu/isa_portability.h"
 
 namespace dmlserve {
 namespace {
 
-#if defined(__x86_64__) || defined(__i386__)
-// CPUID bits GCC's __builtin_cpu_supports knows and clang 14's does not:
-// F16C (leaf 1, ECX bit 29) and AVX-VNNI (leaf 7 subleaf 1, EAX bit 4). The
-// wider register state they need is the AVX2 state checked below.
-bool HasF16c() {
-  unsigned eax, ebx, ecx, edx;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-}
+#if DMLSERVE_X86
+// CPUID and XCR0 bits (Intel SDM vol. 2A, CPUID; vol. 1, 13.3 for XCR0).
+constexpr unsigned kLeaf1EcxFma = 1u << 12;
+constexpr unsigned kLeaf1EcxOsxsave = 1u << 27;  // XGETBV usable
+constexpr unsigned kLeaf1EcxF16c = 1u << 29;
+constexpr unsigned kLeaf7EbxAvx2 = 1u << 5;
+constexpr unsigned kLeaf7EbxAvx512f = 1u << 16;
+constexpr unsigned kLeaf7EbxAvx512dq = 1u << 17;
+constexpr unsigned kLeaf7EbxAvx512bw = 1u << 30;
+constexpr unsigned kLeaf7EbxAvx512vl = 1u << 31;
+constexpr unsigned kLeaf7EcxAvx512Vnni = 1u << 11;
+constexpr unsigned kLeaf7Subleaf1EaxAvxVnni = 1u << 4;
+// XCR0: SSE (XMM) and AVX (upper YMM) state; opmask, ZMM_Hi256 (upper ZMM0-15)
+// and Hi16_ZMM (ZMM16-31) state.
+constexpr uint64_t kXcr0Avx = (1u << 1) | (1u << 2);
+constexpr uint64_t kXcr0Avx512 = (1u << 5) | (1u << 6) | (1u << 7);
+
+constexpr int kEax = 0, kEbx = 1, kEcx = 2;
+
+bool HasAll(unsigned value, unsigned bits) { return (value & bits) == bits; }
 #endif
 
 CpuIsa DetectCpuIsa() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  // __builtin_cpu_supports also checks that the OS saves the wider register
-  // state (XCR0), so a "supported" level is usable.
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c())) {
+#if DMLSERVE_X86
+  // A feature is usable when the CPU has it and the OS saves the registers it
+  // uses across context switches (XCR0).
+  unsigned leaf1[4], leaf7[4];
+  if (!CpuidLeaf(1, 0, leaf1) || !HasAll(leaf1[kEcx], kLeaf1EcxOsxsave)) return CpuIsa::kGeneric;
+  CpuidLeaf(7, 0, leaf7);  // all zero when absent
+  const uint64_t xcr0 = ReadXcr0();
+  if (!(HasAll(leaf7[kEbx], kLeaf7EbxAvx2) && HasAll(leaf1[kEcx], kLeaf1EcxFma | kLeaf1EcxF16c) &&
+        (xcr0 & kXcr0Avx) == kXcr0Avx)) {
     return CpuIsa::kGeneric;
   }
-  const bool avx_vnni = CpuHasAvxVnni();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512vnni")) {
+  if (HasAll(leaf7[kEbx],
+             kLeaf7EbxAvx512f | kLeaf7EbxAvx512dq | kLeaf7EbxAvx512bw | kLeaf7EbxAvx512vl) &&
+      HasAll(leaf7[kEcx], kLeaf7EcxAvx512Vnni) && (xcr0 & kXcr0Avx512) == kXcr0Avx512) {
     return CpuIsa::kAvx512Vnni;
   }
-  return avx_vnni ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
+  return CpuHasAvxVnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
 #else
   return CpuIsa::kGeneric;
 #endif
@@ -58,9 +72,10 @@ bool CpuHasAvxVnni() {
   // Read once: CPUID traps to the hypervisor in a VM (~10 us here), and the
   // request path asks on every matrix multiply.
   static const bool has_avx_vnni = [] {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned eax, ebx, ecx, edx;
-    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+#if DMLSERVE_X86
+    // The register state it needs is the AVX2 level's, checked by its users.
+    unsigned leaf7_1[4];
+    return CpuidLeaf(7, 1, leaf7_1) && HasAll(leaf7_1[kEax], kLeaf7Subleaf1EaxAvxVnni);
 #else
     return false;
 #endif

@@ -40,8 +40,8 @@ std::optional<CpuIsa> ParseCpuIsa(absl::string_view name);
 // The best level the CPU (and OS, for the register state) supports.
 CpuIsa SupportedCpuIsa();
 
-// Whether the CPU has AVX-VNNI (read from CPUID: clang's __builtin_cpu_supports
-// does not know it).
+// Whether the CPU has AVX-VNNI (CPUID leaf 7 subleaf 1, EAX bit 4). The
+// register state it needs is AVX2's: usable when SupportedCpuIsa() >= kAvx2.
 bool CpuHasAvxVnni();
 
 // The level kernels use: SupportedCpuIsa(), capped by DMLSERVE_CPU_ISA or by

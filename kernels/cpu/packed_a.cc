@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__)
+#include "kernels/cpu/isa_portability.h"
+
+#if DMLSERVE_X86
 #include <immintrin.h>
-#define DMLSERVE_X86 1
 #endif
 
 #include "kernels/cpu/parallel_for.h"
@@ -27,15 +28,8 @@ int32_t PackRowPortable(const ARowSource& row, size_t k, size_t stride, uint8_t*
 }
 
 #if DMLSERVE_X86
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw"))), apply_to = function)
-#endif
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw")
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 
 // 64 bytes per step; vpsadbw sums them into 8 lanes. Masked loads zero the
 // bytes past K, which also writes the padding.
@@ -57,11 +51,8 @@ int32_t PackRowAvx512(const ARowSource& row, size_t k, size_t stride, uint8_t* o
   return static_cast<int32_t>(_mm512_reduce_add_epi64(sums));
 }
 
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_IGNORE_UNINITIALIZED_END
+DMLSERVE_ISA_END
 #endif  // DMLSERVE_X86
 
 int32_t PackRow(const ARowSource& row, size_t k, size_t stride, uint8_t* out, CpuIsa isa) {

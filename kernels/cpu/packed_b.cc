@@ -4,9 +4,10 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__x86_64__)
+#include "kernels/cpu/isa_portability.h"
+
+#if DMLSERVE_X86
 #include <immintrin.h>
-#define DMLSERVE_X86 1
 #endif
 
 #include "absl/strings/str_cat.h"
@@ -43,16 +44,8 @@ void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t str
 }
 
 #if DMLSERVE_X86
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), \
-                             apply_to = function)
-#endif
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni")
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 
 // Four rows x 64 columns per step: byte and word interleaves put each
 // column's 4 depth values side by side within 128-bit lanes, and a 4x4
@@ -118,11 +111,8 @@ void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip
   }
 }
 
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_IGNORE_UNINITIALIZED_END
+DMLSERVE_ISA_END
 #endif  // DMLSERVE_X86
 
 // Columns packed by one task of PackB: their rows are read 4 x 256 bytes at

@@ -10,6 +10,12 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/cpu/isa_portability.h"
+
+#if DMLSERVE_X86
+#include <immintrin.h>
+#endif
+
 namespace dmlserve {
 namespace {
 
@@ -26,8 +32,8 @@ bool SpinUntil(Ready ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (ready()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+#if DMLSERVE_X86
+    _mm_pause();
 #endif
     if (i % 64 == 63 && std::chrono::steady_clock::now() > deadline) return ready();
   }

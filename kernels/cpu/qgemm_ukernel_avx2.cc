@@ -11,18 +11,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
-#if defined(__x86_64__)
+#if DMLSERVE_X86
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#endif
+DMLSERVE_ISA_BEGIN("avx2")
 
 namespace dmlserve {
 namespace {
@@ -48,7 +45,7 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
 #pragma GCC unroll 2
     for (int i = 0; i < kRows; ++i) {
       int32_t value;
-      __builtin_memcpy(&value, a + i * lda + q * 4, 4);
+      std::memcpy(&value, a + i * lda + q * 4, 4);
       const __m256i row = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(value)));
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
@@ -83,25 +80,21 @@ void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8
 }  // namespace
 }  // namespace dmlserve
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_ISA_END
 
 namespace dmlserve {
 
 const QGemmUkernel* Avx2QGemmUkernel() {
   static const QGemmUkernel kernel = {"avx2", CpuIsa::kAvx2, kMr, 1, &Avx2Kernel};
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? &kernel : nullptr;
+  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
 }
 
 }  // namespace dmlserve
 
-#else  // !__x86_64__
+#else  // !DMLSERVE_X86
 
 namespace dmlserve {
 const QGemmUkernel* Avx2QGemmUkernel() { return nullptr; }
 }  // namespace dmlserve
 
-#endif
+#endif  // DMLSERVE_X86

@@ -10,27 +10,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
-#if defined(__x86_64__)
+#if DMLSERVE_X86
 #include <immintrin.h>
 
-// Compiled with a target pragma rather than per-file flags and using no
-// library templates, so no inline function built for AVX-512 can be merged
-// into code that runs on an older CPU.
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), \
-                             apply_to = function)
-#endif
+// Compiled in an ISA region (a target pragma) rather than with per-file
+// flags, and using no library templates, so no inline function built for
+// AVX-512 can be merged into code that runs on an older CPU.
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni")
 // GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused merge
 // operand of unmasked intrinsics, which -Wuninitialized reports.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 
 namespace dmlserve {
 namespace {
@@ -55,7 +49,7 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, size_t 
 #pragma GCC unroll 6
     for (int i = 0; i < kRows; ++i) {
       int32_t quad;
-      __builtin_memcpy(&quad, a + i * lda + q * 4, 4);
+      std::memcpy(&quad, a + i * lda + q * 4, 4);
       const __m512i row = _mm512_set1_epi32(quad);
 #pragma GCC unroll 4
       for (int s = 0; s < kStrips; ++s) {
@@ -88,7 +82,7 @@ void OneRowKernel(size_t quads, const uint8_t* a, size_t /*lda*/, const int8_t* 
   size_t q = 0;
   for (; q + 2 <= quads; q += 2) {
     int32_t quads_of_a[2];
-    __builtin_memcpy(quads_of_a, a + q * 4, 8);
+    std::memcpy(quads_of_a, a + q * 4, 8);
     const __m512i row_even = _mm512_set1_epi32(quads_of_a[0]);
     const __m512i row_odd = _mm512_set1_epi32(quads_of_a[1]);
 #pragma GCC unroll 4
@@ -100,7 +94,7 @@ void OneRowKernel(size_t quads, const uint8_t* a, size_t /*lda*/, const int8_t* 
   }
   if (q < quads) {
     int32_t quad;
-    __builtin_memcpy(&quad, a + q * 4, 4);
+    std::memcpy(&quad, a + q * 4, 4);
     const __m512i row = _mm512_set1_epi32(quad);
 #pragma GCC unroll 4
     for (int s = 0; s < kStrips; ++s) {
@@ -138,8 +132,8 @@ void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
 #pragma GCC unroll 6
     for (int i = 0; i < kRows; ++i) {
       int32_t quad_even, quad_odd = 0;  // broadcast straight from memory
-      __builtin_memcpy(&quad_even, a + i * lda + q * 4, 4);
-      if (has_odd) __builtin_memcpy(&quad_odd, a + i * lda + q * 4 + 4, 4);
+      std::memcpy(&quad_even, a + i * lda + q * 4, 4);
+      if (has_odd) std::memcpy(&quad_odd, a + i * lda + q * 4 + 4, 4);
       acc[2 * i] = _mm512_dpbusd_epi32(acc[2 * i], _mm512_set1_epi32(quad_even), columns_even);
       acc[2 * i + 1] =
           _mm512_dpbusd_epi32(acc[2 * i + 1], _mm512_set1_epi32(quad_odd), columns_odd);
@@ -185,8 +179,7 @@ void NarrowPack(const int8_t* strip, size_t quads, int8_t* out) {
 
 // One group of 4 quads for kRows rows: `row(i)` gives row i's 4 quads of A.
 template <int kRows, typename RowQuads>
-__attribute__((always_inline)) inline void NarrowStep(const int8_t* group, RowQuads row,
-                                                      __m512i* acc) {
+DMLSERVE_ALWAYS_INLINE void NarrowStep(const int8_t* group, RowQuads row, __m512i* acc) {
   __m512i columns[4];
 #pragma GCC unroll 4
   for (int v = 0; v < 4; ++v) columns[v] = _mm512_loadu_si512(group + v * 64);
@@ -286,11 +279,8 @@ void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, cons
 }  // namespace
 }  // namespace dmlserve
 
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_IGNORE_UNINITIALIZED_END
+DMLSERVE_ISA_END
 
 namespace dmlserve {
 
@@ -298,18 +288,15 @@ const QGemmUkernel* Avx512VnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avx512vnni",     CpuIsa::kAvx512Vnni, kMr,
                                       kMaxStrips,       &Avx512VnniKernel,   &NarrowPack,
                                       &Avx512VnniNarrow};
-  __builtin_cpu_init();
-  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  return supported ? &kernel : nullptr;
+  return SupportedCpuIsa() >= CpuIsa::kAvx512Vnni ? &kernel : nullptr;
 }
 
 }  // namespace dmlserve
 
-#else  // !__x86_64__
+#else  // !DMLSERVE_X86
 
 namespace dmlserve {
 const QGemmUkernel* Avx512VnniQGemmUkernel() { return nullptr; }
 }  // namespace dmlserve
 
-#endif
+#endif  // DMLSERVE_X86

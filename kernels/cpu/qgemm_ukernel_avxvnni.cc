@@ -8,18 +8,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
-#if defined(__x86_64__)
+#if DMLSERVE_X86
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,avxvnni")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,avxvnni"))), apply_to = function)
-#endif
+DMLSERVE_ISA_BEGIN("avx2,avxvnni")
 
 namespace dmlserve {
 namespace {
@@ -40,7 +37,7 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
 #pragma GCC unroll 6
     for (int i = 0; i < kRows; ++i) {
       int32_t value;
-      __builtin_memcpy(&value, a + i * lda + q * 4, 4);
+      std::memcpy(&value, a + i * lda + q * 4, 4);
       const __m256i row = _mm256_set1_epi32(value);
       acc[2 * i] = _mm256_dpbusd_avx_epi32(acc[2 * i], row, low);
       acc[2 * i + 1] = _mm256_dpbusd_avx_epi32(acc[2 * i + 1], row, high);
@@ -68,26 +65,22 @@ void AvxVnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const i
 }  // namespace
 }  // namespace dmlserve
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_ISA_END
 
 namespace dmlserve {
 
 const QGemmUkernel* AvxVnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avxvnni", CpuIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
-  __builtin_cpu_init();
-  const bool supported = __builtin_cpu_supports("avx2") && CpuHasAvxVnni();
+  const bool supported = SupportedCpuIsa() >= CpuIsa::kAvx2 && CpuHasAvxVnni();
   return supported ? &kernel : nullptr;
 }
 
 }  // namespace dmlserve
 
-#else  // !__x86_64__
+#else  // !DMLSERVE_X86
 
 namespace dmlserve {
 const QGemmUkernel* AvxVnniQGemmUkernel() { return nullptr; }
 }  // namespace dmlserve
 
-#endif
+#endif  // DMLSERVE_X86

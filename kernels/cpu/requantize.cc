@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__)
+#include "kernels/cpu/isa_portability.h"
+
+#if DMLSERVE_X86
 #include <immintrin.h>
-#define DMLSERVE_X86 1
 #endif
 
-// Built with -ffp-contract=off (see CMakeLists.txt): a fused multiply-add
-// would round differently from the reference.
+// Built with -ffp-contract=off (/fp:precise on MSVC; see CMakeLists.txt): a
+// fused multiply-add would round differently from the reference.
 
 namespace dmlserve {
 namespace {
@@ -49,16 +50,8 @@ void RequantizeRowPortable(const int32_t* dots, int32_t row_offset, const int32_
 }
 
 #if DMLSERVE_X86
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))), \
-                             apply_to = function)
-#endif
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq")
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 
 void ComputeMultipliersAvx512(float a_scale, float output_scale, const float* column_scales,
                               size_t count, double* multipliers) {
@@ -133,11 +126,8 @@ void RequantizeRowAvx512(const int32_t* dots, int32_t row_offset, const int32_t*
   }
 }
 
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_IGNORE_UNINITIALIZED_END
+DMLSERVE_ISA_END
 #endif  // DMLSERVE_X86
 
 }  // namespace

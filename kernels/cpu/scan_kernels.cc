@@ -8,13 +8,14 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/scan_simd.h"
+
+#if DMLSERVE_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlserve {
 namespace {
@@ -41,7 +42,7 @@ constexpr int64_t kPieceBytes = 256 << 10;
 constexpr uint64_t kNonTemporalBytes = 24 << 20;
 
 const scan_internal::ScanTable& SelectedTable() {
-#if defined(__x86_64__) || defined(__i386__)
+#if DMLSERVE_X86
   const CpuIsa isa = SelectedCpuIsa();
   if (isa >= CpuIsa::kAvx512Vnni) return scan_internal::Avx512ScanTable();
   if (isa >= CpuIsa::kAvx2) return scan_internal::Avx2ScanTable();
@@ -54,7 +55,7 @@ const scan_internal::ScanTable& SelectedTable() {
 void WaitFor(const std::atomic<bool>& flag) {
   for (int spin = 0; !flag.load(std::memory_order_acquire); ++spin) {
     if (spin < 256) {
-#if defined(__x86_64__) || defined(__i386__)
+#if DMLSERVE_X86
       _mm_pause();
 #endif
     } else {

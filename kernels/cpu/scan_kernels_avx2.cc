@@ -2,20 +2,17 @@
 // this file's functions carry the AVX2 target; ComputeScan calls them only
 // when SelectedCpuIsa() is kAvx2 or kAvxVnni.
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/scan_simd.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#endif
+#if DMLSERVE_X86
+#include <immintrin.h>
+
+DMLSERVE_ISA_BEGIN("avx2,fma,f16c")
 
 namespace dmlserve::scan_internal {
 namespace avx2 {
@@ -255,7 +252,5 @@ const ScanTable& Avx2ScanTable() {
 
 }  // namespace dmlserve::scan_internal
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_ISA_END
+#endif  // DMLSERVE_X86

@@ -2,22 +2,17 @@
 // Only this file's functions carry the AVX-512 target; ComputeScan calls them
 // only when SelectedCpuIsa() is kAvx512Vnni.
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/scan_simd.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
-// clang ignores GCC's target pragma: the same features through its own.
-#if defined(__clang__)
-#pragma clang attribute push(                                                    \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), \
-    apply_to = function)
-#endif
+#if DMLSERVE_X86
+#include <immintrin.h>
+
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
 
 namespace dmlserve::scan_internal {
 namespace avx512 {
@@ -217,7 +212,5 @@ const ScanTable& Avx512ScanTable() {
 
 }  // namespace dmlserve::scan_internal
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+DMLSERVE_ISA_END
+#endif  // DMLSERVE_X86

@@ -44,6 +44,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/isa_portability.h"
+
 namespace dmlserve::scan_internal {
 
 struct Add {
@@ -100,7 +102,7 @@ struct ScanFns {
 using ScanTable = std::array<std::array<ScanFns, 2>, kScanKindCount>;
 
 const ScanTable& GenericScanTable();
-#if defined(__x86_64__) || defined(__i386__)
+#if DMLSERVE_X86
 const ScanTable& Avx2ScanTable();
 const ScanTable& Avx512ScanTable();
 #endif

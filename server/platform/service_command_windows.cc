@@ -11,6 +11,7 @@
 #include "server/platform/windows_event_log.h"
 #include "server/platform/windows_service.h"
 #include "server/platform/windows_service_installer.h"
+#include "server/platform/windows_start_report.h"
 
 namespace dmlserve {
 namespace {
@@ -53,6 +54,7 @@ int RunServiceCommand(const ServiceCommand& command, absl::string_view executabl
   // run: the SCM started us. With no console, the event log is where an
   // operator looks; stderr still goes wherever it was redirected.
   if (absl::Status logging = LogToEventLog(name); !logging.ok()) LogWarning(logging.ToString());
+  ReportStartTo(name);  // to a `service start` waiting for the outcome
   WindowsServiceOptions options;
   options.name = name;
   options.drain_timeout = drain_timeout;

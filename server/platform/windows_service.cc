@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/platform/log.h"
 #include "server/platform/windows_error.h"
+#include "server/platform/windows_start_report.h"
 
 namespace dmlserve {
 namespace {
@@ -59,6 +60,7 @@ class Service {
     } else {
       LogError(absl::StrCat("service stopped with exit code ", exit_code));
     }
+    EndStartReport();
     SetState(SERVICE_STOPPED, 0, exit_code);
   }
 
@@ -118,6 +120,7 @@ class Service {
         if (serving) {
           SetState(SERVICE_RUNNING, 0);
           LogInfo("service running");
+          EndStartReport();  // `service start` has its answer
           continue;
         }
         std::lock_guard<std::mutex> lock(mu_);

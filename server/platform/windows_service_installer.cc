@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "server/platform/log.h"
 #include "server/platform/service_command.h"
 #include "server/platform/windows_error.h"
 #include "server/platform/windows_event_log.h"
+#include "server/platform/windows_start_report.h"
 
 namespace dmlserve {
 namespace {
@@ -44,14 +46,16 @@ absl::Status Query(SC_HANDLE service, absl::string_view name, SERVICE_STATUS_PRO
 
 // Waits while the service is in `pending`, the way Microsoft's samples do: a
 // tenth of the wait hint at a time (between 0.1 and 1 s), for as long as the
-// checkpoint advances within each wait hint.
-absl::Status WaitWhilePending(SC_HANDLE service, absl::string_view name, DWORD pending,
-                              SERVICE_STATUS_PROCESS& status) {
+// checkpoint advances within each wait hint. `poll` runs between queries.
+absl::Status WaitWhilePending(
+    SC_HANDLE service, absl::string_view name, DWORD pending, SERVICE_STATUS_PROCESS& status,
+    absl::FunctionRef<void()> poll = [] {}) {
   if (absl::Status queried = Query(service, name, status); !queried.ok()) return queried;
   DWORD checkpoint = status.dwCheckPoint;
   ULONGLONG progress_at = GetTickCount64();
   while (status.dwCurrentState == pending) {
     Sleep(std::clamp<DWORD>(status.dwWaitHint / 10, 100, 1000));
+    poll();
     if (absl::Status queried = Query(service, name, status); !queried.ok()) return queried;
     if (status.dwCheckPoint != checkpoint) {
       checkpoint = status.dwCheckPoint;
@@ -167,18 +171,34 @@ absl::Status StartInstalledService(absl::string_view name) {
       !status.ok()) {
     return status;
   }
+  // The service's own log while it starts, shown here as it comes; its last
+  // error says why when it does not start.
+  StartReportListener report(name);
+  std::string last_error;
+  auto show_report = [&report, &last_error] {
+    for (const std::string& line : report.TakeLines()) {
+      LogInfo(absl::StrCat("service: ", line.size() > 2 ? line.substr(2) : line));
+      // Not the service's own closing line ("service stopped with exit code
+      // N"), which only repeats the exit code.
+      if (line.rfind("E ", 0) == 0 && line.rfind("E service stopped", 0) != 0) {
+        last_error = line.substr(2);
+      }
+    }
+  };
   if (!StartServiceW(service.get(), 0, nullptr)) {
     return Win32Error(absl::StrCat("starting service ", name));
   }
   SERVICE_STATUS_PROCESS status{};
-  if (absl::Status waited = WaitWhilePending(service.get(), name, SERVICE_START_PENDING, status);
-      !waited.ok()) {
-    return waited;
-  }
+  absl::Status waited =
+      WaitWhilePending(service.get(), name, SERVICE_START_PENDING, status, show_report);
+  show_report();
+  if (!waited.ok()) return waited;
   if (status.dwCurrentState != SERVICE_RUNNING) {
-    return absl::UnavailableError(absl::StrCat("service ", name,
-                                               " did not start: ", ExitCodeText(status),
-                                               " (the event log has the server's error)"));
+    // A failed start-up ends with "service stopped with exit code N": the
+    // error before it is the reason.
+    return absl::UnavailableError(absl::StrCat(
+        "service ", name, " did not start: ", ExitCodeText(status), ": ",
+        last_error.empty() ? "the event log has the server's error" : last_error));
   }
   return absl::OkStatus();
 }

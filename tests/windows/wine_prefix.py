@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""The wine prefix the Windows tests share (ctest fixture windows_prefix).
+
+    wine_prefix.py setup ZIP PREFIX     a fresh prefix with ZIP unpacked in C:\\
+    wine_prefix.py cleanup ZIP PREFIX   stops the prefix's wine processes
+
+setup also checks the zip as a user receives it: the executables, the
+install script, the README and the licenses are there, and the executables
+need no DLL that Windows does not have (no MinGW runtime beside them).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from wine_support import WINE, WINESERVER, run_wine, wine_env
+
+# What a stock Windows 10 has in System32 (and what wine provides).
+SYSTEM_DLLS = {
+    "advapi32.dll", "bcrypt.dll", "crypt32.dll", "d3d12.dll", "dbghelp.dll", "dxgi.dll",
+    "gdi32.dll", "iphlpapi.dll", "kernel32.dll", "msvcrt.dll", "ole32.dll", "rpcrt4.dll",
+    "secur32.dll", "shell32.dll", "shlwapi.dll", "user32.dll", "userenv.dll", "ws2_32.dll",
+}
+
+
+def check(condition, what):
+    print(("PASS " if condition else "FAIL ") + what, flush=True)
+    return condition
+
+
+def imported_dlls(exe):
+    out = subprocess.run(["x86_64-w64-mingw32-objdump", "-p", exe], capture_output=True,
+                         text=True, check=True).stdout
+    return {m.lower() for m in re.findall(r"DLL Name: (\S+)", out)}
+
+
+def setup(zip_path, prefix):
+    if not os.path.exists(zip_path):
+        print(f"FAIL {zip_path} does not exist: scripts/build-windows.sh {os.path.dirname(zip_path)} "
+              "makes it (./test.sh does)")
+        return 1
+    env = wine_env(prefix)
+    subprocess.run([WINESERVER, "-k"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    shutil.rmtree(prefix, ignore_errors=True)
+    subprocess.run([WINE, "wineboot", "-i"], env=env, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    subprocess.run([WINESERVER, "-w"], env=env, timeout=300)
+
+    ok = True
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+        archive.extractall(os.path.join(prefix, "drive_c"))
+    top = {n.split("/")[0] for n in names}
+    ok &= check(len(top) == 1, f"the zip holds one folder: {sorted(top)}")
+    folder = os.path.join(prefix, "drive_c", sorted(top)[0])
+    for name in ("dmlserve.exe", "dmlserve-cli.exe", "install-dmlserve.ps1", "README.txt",
+                 "windows.md", "licenses/source-packages.txt"):
+        ok &= check(os.path.isfile(os.path.join(folder, name)), f"the zip has {name}")
+    licenses = os.listdir(os.path.join(folder, "licenses"))
+    for package in ("grpc", "protobuf", "abseil", "openssl", "prometheus-cpp", "civetweb",
+                    "c-ares", "re2", "zlib", "directx-headers", "mingw-w64"):
+        ok &= check(f"{package}.copyright" in licenses, f"licenses/{package}.copyright")
+    for exe in ("dmlserve.exe", "dmlserve-cli.exe"):
+        dlls = imported_dlls(os.path.join(folder, exe))
+        ok &= check(dlls <= SYSTEM_DLLS, f"{exe} needs only Windows' own DLLs: "
+                    f"{sorted(dlls - SYSTEM_DLLS) or sorted(dlls)}")
+    version = run_wine(env, os.path.join(folder, "dmlserve.exe"), "--version")
+    ok &= check(version.returncode == 0 and "dmlserve" in version.stdout,
+                f"dmlserve.exe --version runs under wine: {version.stdout.strip()!r} "
+                f"{version.stderr.strip()[-300:]!r}")
+    # Wine's own processes from here on outlive each test's (their output
+    # pipes are not held open by a wineserver a test started).
+    subprocess.run([WINESERVER, "-p"], env=env, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print("ALL PASSED" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+def cleanup(prefix):
+    subprocess.run([WINESERVER, "-k"], env=wine_env(prefix), stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return 0
+
+
+if __name__ == "__main__":
+    verb, zip_path, prefix = sys.argv[1:4]
+    sys.exit(setup(zip_path, prefix) if verb == "setup" else cleanup(prefix))

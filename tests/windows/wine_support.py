@@ -1,0 +1,32 @@
+"""What the Windows tests share: wine's programs and how to run them."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+WINE = shutil.which("wine64") or "/usr/lib/wine/wine64"
+WINESERVER = shutil.which("wineserver") or "/usr/lib/wine/wineserver"
+
+
+def wine_env(prefix, debug="-all"):
+    # No Mono/Gecko: their first-run install prompts could wait for ever.
+    return dict(os.environ, WINEPREFIX=prefix, WINEDEBUG=debug,
+                WINEDLLOVERRIDES="mscoree,mshtml=")
+
+
+def windows_path(path):
+    """A Linux path as Windows programs under wine see it (Z: is /)."""
+    return "Z:" + os.path.abspath(path).replace("/", "\\")
+
+
+def run_wine(env, *args, timeout=120):
+    """Runs a wine command to its end. Its output goes through files, not
+    pipes: processes wine starts on the way (wineserver, services.exe) inherit
+    them and would hold a pipe open for ever."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        result = subprocess.run([WINE, *args], env=env, stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL, timeout=timeout)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(result.args, result.returncode, out.read(), err.read())
