@@ -263,16 +263,17 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   }
 
   // Tests and scripts wait for exactly these two lines.
-  std::printf("dmlserve: serving gRPC on %s\n", FormatHostPort(listen->host, grpc_port).c_str());
-  std::printf("dmlserve: serving metrics on http://%s/metrics\n",
-              (*metrics_server)->address().c_str());
+  const std::string grpc_address = FormatHostPort(listen->host, grpc_port);
+  const std::string metrics_url = absl::StrCat("http://", (*metrics_server)->address(), "/metrics");
+  std::printf("dmlserve: serving gRPC on %s\n", grpc_address.c_str());
+  std::printf("dmlserve: serving metrics on %s\n", metrics_url.c_str());
   std::fflush(stdout);
   if (!config->tls_cert_pem.empty()) {
     LogInfo(absl::StrCat("gRPC over TLS", config->tls_client_ca_pem.empty()
                                               ? ""
                                               : ", client certificates required"));
   }
-  control.ReportServing();
+  control.ReportServing(absl::StrCat("gRPC on ", grpc_address, ", metrics on ", metrics_url));
 
   const std::string reason = control.WaitForStop();
   LogInfo(absl::StrCat(reason, ", draining"));

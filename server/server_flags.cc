@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/host_port.h"
 #include "server/tensor_registry.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -129,6 +130,11 @@ absl::Status FlagError(absl::string_view flag, const T& value, absl::string_view
 absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   ServerConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);
+  // Checked here, not only when the server binds: `service install` refuses
+  // what the service would fail on at every start.
+  if (absl::StatusOr<HostPort> listen = ParseHostPort(config.listen); !listen.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--listen=", listen.status().message()));
+  }
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.backend = absl::GetFlag(FLAGS_backend);
   config.devices.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);

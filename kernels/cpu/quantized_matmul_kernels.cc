@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -73,9 +74,8 @@ struct RowJob {
   uint8_t* out;       // N elements of the output type
 };
 
-// Per-thread scratch memory, grown on demand and kept: a task's buffers are
-// reused by the next task on the same thread instead of being allocated (and
-// page-faulted) again.
+// Scratch memory, grown on demand and kept: a task's buffers are reused by
+// later tasks instead of being allocated (and page-faulted) again.
 class Scratch {
  public:
   template <typename T>
@@ -97,10 +97,46 @@ struct TaskScratch {
   Scratch tile, b_panel, row_sums, column_sums, corrections, column_offsets, multipliers;
 };
 
-TaskScratch& ThreadScratch() {
-  thread_local TaskScratch scratch;
-  return scratch;
-}
+// The scratch of a running task, lent from a process-wide free list and
+// given back when the task ends: as many exist as tasks ever ran at once.
+// Not thread_local objects: their destructors run as threads exit, inside
+// the Windows loader lock with mingw-w64, where they hung the service's
+// worker threads (and so the scheduler's shutdown) under wine.
+class ScratchLease {
+ public:
+  ScratchLease() {
+    {
+      std::lock_guard<std::mutex> lock(FreeListMutex());
+      std::vector<TaskScratch*>& free = FreeList();
+      if (!free.empty()) {
+        scratch_ = free.back();
+        free.pop_back();
+      }
+    }
+    if (scratch_ == nullptr) scratch_ = new TaskScratch;
+  }
+  ~ScratchLease() {
+    std::lock_guard<std::mutex> lock(FreeListMutex());
+    FreeList().push_back(scratch_);
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+
+  TaskScratch& operator*() const { return *scratch_; }
+
+ private:
+  // Never destroyed: tasks may run while the process exits.
+  static std::mutex& FreeListMutex() {
+    static auto* mutex = new std::mutex;
+    return *mutex;
+  }
+  static std::vector<TaskScratch*>& FreeList() {
+    static auto* free = new std::vector<TaskScratch*>;
+    return *free;
+  }
+
+  TaskScratch* scratch_ = nullptr;
+};
 
 // The rows of `jobs` as A sources.
 std::vector<ARowSource> ARows(const std::vector<RowJob>& jobs, size_t first, size_t count) {
@@ -193,7 +229,8 @@ class RowList {
 void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t rows,
              const BOperand& b, size_t column0, size_t columns, size_t depth_block,
              const std::vector<RowJob>& jobs, size_t job0) {
-  TaskScratch& scratch = ThreadScratch();
+  const ScratchLease lease;
+  TaskScratch& scratch = *lease;
   const size_t strips = (columns + kQGemmStripColumns - 1) / kQGemmStripColumns;
   const size_t ldc = strips * kQGemmStripColumns;
   const size_t blocks = (rows + kernel.mr - 1) / kernel.mr;

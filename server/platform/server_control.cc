@@ -21,9 +21,15 @@ void ServerControl::StopReloads() {
   reload_ = nullptr;
 }
 
-void ServerControl::ReportServing() {
+void ServerControl::ReportServing(std::string endpoints) {
   absl::MutexLock lock(&mu_);
   serving_ = true;
+  serving_endpoints_ = std::move(endpoints);
+}
+
+std::string ServerControl::serving_endpoints() const {
+  absl::MutexLock lock(&mu_);
+  return serving_endpoints_;
 }
 
 void ServerControl::RequestStop(std::string reason) {

@@ -38,8 +38,9 @@ class ServerControl {
   // After it returns no reload runs any more (one under way is waited for),
   // so what `reload` uses may go. Later requests are ignored.
   void StopReloads();
-  // The server listens and serves; a service manager may now say so.
-  void ReportServing();
+  // The server listens and serves; a service manager may now say so (and
+  // log `endpoints`, e.g. "gRPC on 127.0.0.1:50051, metrics on ...").
+  void ReportServing(std::string endpoints = "");
 
   // ---- The platform source's side.
 
@@ -54,12 +55,15 @@ class ServerControl {
   // Blocks until the server reported serving (true), a stop was requested
   // before that (false), or `deadline` passed (false).
   bool WaitUntilServing(absl::Time deadline);
+  // What ReportServing() was given ("" before).
+  std::string serving_endpoints() const;
 
  private:
   mutable absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::string stop_reason_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
+  std::string serving_endpoints_ ABSL_GUARDED_BY(mu_);
 
   // Held while a reload runs, so StopReloads() waits for it; separate from
   // mu_ so that a long reload never delays a stop.

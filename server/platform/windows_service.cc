@@ -99,8 +99,7 @@ class Service {
     // Reported before the drain starts, so a `sc query` right after
     // `sc stop` already sees STOP_PENDING.
     SetState(SERVICE_STOP_PENDING, stop_wait_hint_ms_);
-    LogInfo(absl::StrCat(reason, ", draining"));
-    control_->RequestStop(reason);
+    control_->RequestStop(reason);  // the server logs "<reason>, draining"
   }
 
   // Advances pending states' checkpoints, and turns START_PENDING into
@@ -119,7 +118,10 @@ class Service {
             control_->WaitUntilServing(absl::Now() + absl::Milliseconds(kCheckpointIntervalMs));
         if (serving) {
           SetState(SERVICE_RUNNING, 0);
-          LogInfo("service running");
+          // A service's stdout goes nowhere: where it serves goes to the log.
+          const std::string endpoints = control_->serving_endpoints();
+          LogInfo(absl::StrCat("service running", endpoints.empty() ? "" : ", serving ",
+                               endpoints));
           EndStartReport();  // `service start` has its answer
           continue;
         }

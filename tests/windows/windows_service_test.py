@@ -53,7 +53,7 @@ PREFIX = os.path.join(WORK, "prefix")
 WINE_LOG = os.path.join(WORK, "wine.log")
 # Every batch waits this long in the service (the server's fault injection,
 # DMLSERVE_INJECT_BATCH_DELAY_US): requests are still in flight at the stop.
-BATCH_DELAY_US = 1_500_000
+BATCH_DELAY_US = 1_000_000
 ENV = wine_env(PREFIX, debug="-all,+eventlog")
 NAME = "dmlserve"
 INSTALL_DIR = os.path.join(PREFIX, "drive_c", "Program Files", "dmlserve")
@@ -152,6 +152,19 @@ def service_processes():
     return out.split()
 
 
+def services_log_to(path):
+    """Whether wine's services.exe runs with its stderr on `path`."""
+    pids = subprocess.run(["pgrep", "-f", r"system32\\services.exe"], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/2") == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def boot():
     subprocess.run([WINESERVER, "-k"], env=ENV, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
@@ -159,14 +172,25 @@ def boot():
     os.makedirs(WORK)
     wine("wineboot", "-i", timeout=300)
     subprocess.run([WINESERVER, "-w"], env=ENV, timeout=300)
+    # Services get the machine's environment (as on Windows, where a change
+    # here reaches services after a restart), not the starter's.
+    wine("reg", "add", "HKLM\\System\\CurrentControlSet\\Control\\Session Manager\\Environment",
+         "/v", "DMLSERVE_INJECT_BATCH_DELAY_US", "/d", str(BATCH_DELAY_US), "/f")
+    # Every wine process starts services.exe if it is not running: stop the
+    # one `reg` started, so that the keeper below starts the next.
+    subprocess.run([WINESERVER, "-k"], env=ENV, timeout=60)
+    subprocess.run([WINESERVER, "-w"], env=ENV, timeout=300)
     # An ordinary process for the whole test (cmd.exe reading a pipe kept
     # open): once none is left wine shuts down services.exe and every service
     # with it, as Windows does when the last session ends. Being the first
-    # process, it starts services.exe, which gives its stderr and environment
-    # to the services.
-    keeper_env = dict(ENV, DMLSERVE_INJECT_BATCH_DELAY_US=str(BATCH_DELAY_US))
-    keeper = subprocess.Popen([WINE, "cmd"], env=keeper_env, stdin=subprocess.PIPE,
+    # process, it starts services.exe, which gives its stderr to the services.
+    keeper = subprocess.Popen([WINE, "cmd"], env=ENV, stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL, stderr=open(WINE_LOG, "w"))
+    # Before any other wine command, which would start services.exe itself.
+    deadline = time.time() + 60
+    while not services_log_to(WINE_LOG) and time.time() < deadline:
+        time.sleep(0.2)
+    check(services_log_to(WINE_LOG), "wine's services.exe writes to wine.log")
     sc("create", "dmlserve-probe", "binpath=", "C:\\probe.exe")
     deadline = time.time() + 120
     while state("dmlserve-probe") is None and time.time() < deadline:
@@ -212,10 +236,9 @@ def lifecycle():
     check("service run" in image and f"--listen={address}" in image and
           "--tensor_repository=" in image, f"the command line keeps the server flags: {image}")
     source = f"HKLM\\System\\CurrentControlSet\\Services\\EventLog\\Application\\{NAME}"
-    check(registry_value(source, "EventMessageFile") == windows_path(EXE).replace(
-        "Z:" + PREFIX.replace("/", "\\") + "\\drive_c", "C:") or
-          (registry_value(source, "EventMessageFile") or "").endswith("dmlserve.exe"),
-          f"event log source registered: {registry_value(source, 'EventMessageFile')}")
+    message_file = registry_value(source, "EventMessageFile") or ""
+    check(message_file.lower() == "c:\\program files\\dmlserve\\dmlserve.exe",
+          f"event log source registered, the installed exe its message file: {message_file}")
     again = service("install", f"--service_name={NAME}", *flags)
     check(again.returncode != 0 and "ALREADY_EXISTS" in again.stderr,
           f"a second install is refused: {again.stderr.strip()[-200:]}")
@@ -224,7 +247,9 @@ def lifecycle():
     check(started.returncode == 0 and state() == "RUNNING",
           f"service start waits until RUNNING (rc {started.returncode}: "
           f"{started.stderr.strip()[-400:]})")
-    check("service: serving gRPC on" in started.stderr,
+    check(f"service: service running, serving gRPC on {address}, metrics on "
+          f"http://{metrics_address}/metrics" in started.stderr and
+          "service: fault injection: every batch waits" in started.stderr,
           "service start relays the service's start-up log")
     if state() != "RUNNING":
         print(open(WINE_LOG, errors="replace").read()[-3000:])
@@ -236,7 +261,7 @@ def lifecycle():
         run = cli(address, "run", "--check", path)
         check(run.returncode == 0, f"the service answers every case of {os.path.basename(path)} "
               f"({run.returncode}: {run.stderr.strip()[-300:]})")
-    check(any("serving gRPC on" in text for _, text in events("trace")),
+    check(any(f"service running, serving gRPC on {address}" in text for _, text in events("trace")),
           f"the event log got the start: {events()[-5:]}")
 
     # PARAMCHANGE: a second tensor appears in the repository.
@@ -325,7 +350,8 @@ def faults(installed):
     check(missing.returncode != 0 and "does not exist" in missing.stderr,
           f"uninstall of a missing service says so: {missing.stderr.strip()[-200:]}")
 
-    bad = service("install", "--service_name=dmlserve-bad", "--listen=no-port-here")
+    bad = service("install", "--service_name=dmlserve-bad", "--listen=no-port-here",
+                  f"--tensor_repository={windows_path(installed['repo'])}")
     check(bad.returncode != 0 and "--listen" in bad.stderr,
           f"an install with a bad flag is refused, naming it: {bad.stderr.strip()[-200:]}")
     bad_source = f"HKLM\\System\\CurrentControlSet\\Services\\EventLog\\Application\\dmlserve-bad"
