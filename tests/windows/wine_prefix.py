@@ -4,6 +4,12 @@
     wine_prefix.py setup ZIP PREFIX     a fresh prefix with ZIP unpacked in C:\\
     wine_prefix.py cleanup ZIP PREFIX   stops the prefix's wine processes
 
+D3D12 under wine needs an X display, and every process of a prefix shares
+the display of the desktop process (explorer.exe) that the first of them
+started: so setup starts one Xvfb for the prefix and writes its DISPLAY to
+PREFIX.display, and the tests run through with_wine_display.sh, which sets
+it. cleanup stops that Xvfb too.
+
 setup also checks the zip as a user receives it: the executables, the
 install script, the README and the licenses are there, and the executables
 need no DLL that Windows does not have (no MinGW runtime beside them).
@@ -12,8 +18,10 @@ need no DLL that Windows does not have (no MinGW runtime beside them).
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 
 from wine_support import WINE, WINESERVER, run_wine, wine_env
@@ -37,15 +45,46 @@ def imported_dlls(exe):
     return {m.lower() for m in re.findall(r"DLL Name: (\S+)", out)}
 
 
+def start_xvfb(prefix):
+    """Starts an Xvfb on a free display for the prefix; returns the DISPLAY."""
+    for number in range(90, 400):
+        if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
+            continue
+        server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "640x480x24",
+                                  "-nolisten", "tcp"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline and server.poll() is None:
+            if os.path.exists(f"/tmp/.X11-unix/X{number}"):
+                with open(prefix + ".display", "w") as f:
+                    f.write(f":{number} {server.pid}\n")
+                return f":{number}"
+            time.sleep(0.1)
+        server.kill()  # lost a race for this number: try the next
+    raise RuntimeError("no free X display for Xvfb")
+
+
+def stop_xvfb(prefix):
+    try:
+        with open(prefix + ".display") as f:
+            pid = int(f.read().split()[1])
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, IndexError):
+        pass
+    if os.path.exists(prefix + ".display"):
+        os.remove(prefix + ".display")
+
+
 def setup(zip_path, prefix):
     if not os.path.exists(zip_path):
         print(f"FAIL {zip_path} does not exist: scripts/build-windows.sh {os.path.dirname(zip_path)} "
               "makes it (./test.sh does)")
         return 1
-    env = wine_env(prefix)
-    subprocess.run([WINESERVER, "-k"], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    cleanup(prefix)
     shutil.rmtree(prefix, ignore_errors=True)
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    env = dict(wine_env(prefix), DISPLAY=start_xvfb(prefix))
     subprocess.run([WINE, "wineboot", "-i"], env=env, stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     subprocess.run([WINESERVER, "-w"], env=env, timeout=300)
@@ -83,6 +122,7 @@ def setup(zip_path, prefix):
 def cleanup(prefix):
     subprocess.run([WINESERVER, "-k"], env=wine_env(prefix), stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
+    stop_xvfb(prefix)
     return 0
 
 
