@@ -316,8 +316,8 @@ int main(int argc, char** argv) {
 #else
     constexpr char kPlatform[] = "Linux";
 #endif
-    return absl::StrCat("dmlserve ", DMLSERVE_VERSION, " (", kPlatform, ", gRPC ",
-                        grpc::Version(), ")\n");
+    return absl::StrCat("dmlserve ", DMLSERVE_VERSION, " (", kPlatform, ", gRPC ", grpc::Version(),
+                        ")\n");
   };
   absl::SetFlagsUsageConfig(usage_config);
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock

@@ -120,8 +120,8 @@ class Service {
           SetState(SERVICE_RUNNING, 0);
           // A service's stdout goes nowhere: where it serves goes to the log.
           const std::string endpoints = control_->serving_endpoints();
-          LogInfo(absl::StrCat("service running", endpoints.empty() ? "" : ", serving ",
-                               endpoints));
+          LogInfo(
+              absl::StrCat("service running", endpoints.empty() ? "" : ", serving ", endpoints));
           EndStartReport();  // `service start` has its answer
           continue;
         }

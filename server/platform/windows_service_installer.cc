@@ -196,9 +196,9 @@ absl::Status StartInstalledService(absl::string_view name) {
   if (status.dwCurrentState != SERVICE_RUNNING) {
     // A failed start-up ends with "service stopped with exit code N": the
     // error before it is the reason.
-    return absl::UnavailableError(absl::StrCat(
-        "service ", name, " did not start: ", ExitCodeText(status), ": ",
-        last_error.empty() ? "the event log has the server's error" : last_error));
+    return absl::UnavailableError(
+        absl::StrCat("service ", name, " did not start: ", ExitCodeText(status), ": ",
+                     last_error.empty() ? "the event log has the server's error" : last_error));
   }
   return absl::OkStatus();
 }

@@ -157,8 +157,7 @@ void ReportStartTo(absl::string_view service_name) {
                                                           : "I ";
     const std::string line = absl::StrCat(tag, message, "\n");
     DWORD written = 0;
-    if (!WriteFile(report_pipe, line.data(), static_cast<DWORD>(line.size()), &written,
-                   nullptr)) {
+    if (!WriteFile(report_pipe, line.data(), static_cast<DWORD>(line.size()), &written, nullptr)) {
       // The starter gave up waiting: report to the event log only.
       CloseHandle(report_pipe);
       report_pipe = INVALID_HANDLE_VALUE;

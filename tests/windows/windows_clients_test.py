@@ -23,21 +23,14 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from server_process import ServerProcess  # noqa: E402
-from wine_support import run_wine, wine_env  # noqa: E402
+from wine_support import Checks, run_wine, wine_env  # noqa: E402
 
 LINUX_CLI = sys.argv[1]
 WINDOWS_EXE = os.environ["DMLSERVE_WINDOWS_EXE"]
 WINDOWS_CLI = os.path.join(os.path.dirname(WINDOWS_EXE), "dmlserve-cli.exe")
 CONFORMANCE = sorted(glob.glob(os.path.join(os.environ["DMLSERVE_CONFORMANCE_DIR"], "*.json")))
 ENV = wine_env(os.environ["WINEPREFIX"])
-failures = []
-
-
-def check(condition, what):
-    print(("PASS " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
-    return condition
+check = Checks()
 
 
 def linux_cli(*args):
@@ -111,8 +104,7 @@ def main():
               f"{info.stdout.strip()[:300]}")
         check(server.stop() == 0, "D3D12 server drains and exits 0")
 
-    print(f"{'ALL PASSED' if not failures else 'FAILED'} ({len(failures)} failed)")
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

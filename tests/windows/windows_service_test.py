@@ -45,7 +45,7 @@ import zipfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wine_support import WINE, WINESERVER, run_wine, wine_env, windows_path  # noqa: E402
+from wine_support import WINE, WINESERVER, Checks, run_wine, wine_env, windows_path  # noqa: E402
 
 ZIP, CLI, WORK = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
 CONFORMANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance")
@@ -60,14 +60,7 @@ INSTALL_DIR = os.path.join(PREFIX, "drive_c", "Program Files", "dmlserve")
 EXE = os.path.join(INSTALL_DIR, "dmlserve.exe")
 STATES = {1: "STOPPED", 2: "START_PENDING", 3: "STOP_PENDING", 4: "RUNNING"}
 
-failures = []
-
-
-def check(condition, what):
-    print(("PASS " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
-    return condition
+check = Checks()
 
 
 def wine(*args, timeout=240):
@@ -385,8 +378,7 @@ def main():
         keeper.stdin.close()
         subprocess.run([WINESERVER, "-k"], env=ENV, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-    print(f"{'ALL PASSED' if not failures else 'FAILED'} ({len(failures)} failed)")
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

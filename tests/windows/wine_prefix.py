@@ -24,7 +24,7 @@ import sys
 import time
 import zipfile
 
-from wine_support import WINE, WINESERVER, run_wine, wine_env
+from wine_support import WINE, WINESERVER, Checks, run_wine, wine_env
 
 # What a stock Windows 10 has in System32 (and what wine provides).
 SYSTEM_DLLS = {
@@ -32,11 +32,6 @@ SYSTEM_DLLS = {
     "gdi32.dll", "iphlpapi.dll", "kernel32.dll", "msvcrt.dll", "ole32.dll", "rpcrt4.dll",
     "secur32.dll", "shell32.dll", "shlwapi.dll", "user32.dll", "userenv.dll", "ws2_32.dll",
 }
-
-
-def check(condition, what):
-    print(("PASS " if condition else "FAIL ") + what, flush=True)
-    return condition
 
 
 def imported_dlls(exe):
@@ -89,34 +84,33 @@ def setup(zip_path, prefix):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     subprocess.run([WINESERVER, "-w"], env=env, timeout=300)
 
-    ok = True
+    check = Checks()
     with zipfile.ZipFile(zip_path) as archive:
         names = archive.namelist()
         archive.extractall(os.path.join(prefix, "drive_c"))
     top = {n.split("/")[0] for n in names}
-    ok &= check(len(top) == 1, f"the zip holds one folder: {sorted(top)}")
+    check(len(top) == 1, f"the zip holds one folder: {sorted(top)}")
     folder = os.path.join(prefix, "drive_c", sorted(top)[0])
     for name in ("dmlserve.exe", "dmlserve-cli.exe", "install-dmlserve.ps1", "README.txt",
                  "windows.md", "licenses/source-packages.txt"):
-        ok &= check(os.path.isfile(os.path.join(folder, name)), f"the zip has {name}")
+        check(os.path.isfile(os.path.join(folder, name)), f"the zip has {name}")
     licenses = os.listdir(os.path.join(folder, "licenses"))
     for package in ("grpc", "protobuf", "abseil", "openssl", "prometheus-cpp", "civetweb",
                     "c-ares", "re2", "zlib", "directx-headers", "mingw-w64"):
-        ok &= check(f"{package}.copyright" in licenses, f"licenses/{package}.copyright")
+        check(f"{package}.copyright" in licenses, f"licenses/{package}.copyright")
     for exe in ("dmlserve.exe", "dmlserve-cli.exe"):
         dlls = imported_dlls(os.path.join(folder, exe))
-        ok &= check(dlls <= SYSTEM_DLLS, f"{exe} needs only Windows' own DLLs: "
+        check(dlls <= SYSTEM_DLLS, f"{exe} needs only Windows' own DLLs: "
                     f"{sorted(dlls - SYSTEM_DLLS) or sorted(dlls)}")
     version = run_wine(env, os.path.join(folder, "dmlserve.exe"), "--version")
-    ok &= check(version.returncode == 0 and "dmlserve" in version.stdout,
+    check(version.returncode == 0 and "dmlserve" in version.stdout,
                 f"dmlserve.exe --version runs under wine: {version.stdout.strip()!r} "
                 f"{version.stderr.strip()[-300:]!r}")
     # Wine's own processes from here on outlive each test's (their output
     # pipes are not held open by a wineserver a test started).
     subprocess.run([WINESERVER, "-p"], env=env, stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    print("ALL PASSED" if ok else "FAILED")
-    return 0 if ok else 1
+    return check.exit_code()
 
 
 def cleanup(prefix):

@@ -30,3 +30,20 @@ def run_wine(env, *args, timeout=120):
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(result.args, result.returncode, out.read(), err.read())
+
+
+class Checks:
+    """A test's checks: one PASS or FAIL line each, and the exit code."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, condition, what):
+        print(("PASS " if condition else "FAIL ") + what, flush=True)
+        if not condition:
+            self.failures.append(what)
+        return condition
+
+    def exit_code(self):
+        print(f"{'ALL PASSED' if not self.failures else 'FAILED'} ({len(self.failures)} failed)")
+        return 1 if self.failures else 0
