@@ -27,8 +27,8 @@ out=$(cd "$out" && pwd)
 prefix=$(scripts/windows-deps.sh | tail -n 1)
 export DMLSERVE_WINDOWS_PREFIX=$prefix
 build=build-windows-mingw
-# Found packages are cached by path: a new dependency prefix (new sources or a
-# changed recipe) needs a fresh configure.
+# Found packages are cached by path: a prefix elsewhere (another
+# XDG_CACHE_HOME) needs a fresh configure.
 if [[ -f $build/CMakeCache.txt ]] &&
    ! grep -qxF "DMLSERVE_WINDOWS_PREFIX:PATH=$prefix" "$build/CMakeCache.txt"; then
   rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
