@@ -145,6 +145,13 @@ Operation MakeQGemm(const QGemmCase& c) {
   t.a_scale = Floats({1, 1, 1, 1}, 0.02f, 0.02f);
   t.a_zero_point = Filled(c.a_type, {1, 1, 1, 1}, c.a_type == DataType::kInt8 ? 3 : 128);
   t.b = RandomTensor(c.b_type, batched ? Shape{1, c.b_channel, c.k, c.n} : Shape{c.k, c.n});
+  if (c.seven_bit_b) {
+    const int shift = c.b_type == DataType::kUint8 ? 128 : 0;
+    for (uint64_t i = 0; i < t.b.byte_size(); ++i) {
+      t.b.mutable_data()[i] =
+          static_cast<uint8_t>((static_cast<int8_t>(t.b.data()[i]) >> 1) + shift);
+    }
+  }
   if (c.registered_b) t.b.set_registered_id("bench-weights");
   const Shape b_quantization = c.per_column ? Shape{1, 1, 1, c.n} : Shape{1, 1, 1, 1};
   t.b_scale = Floats(b_quantization, 0.005f, 0.01f);

@@ -37,6 +37,9 @@ struct QGemmCase {
   uint32_t m = 1, k = 1, n = 1;
   bool per_column = false;
   bool registered_b = false;
+  // B's values (less 128 for UINT8) in [-64, 63]: 7-bit weights, as ONNX
+  // Runtime's reduce-range quantization makes them.
+  bool seven_bit_b = false;
   // Batch dimensions, broadcast against each other: A is {a_batch, 1, m, k}
   // and B {1, b_channel, k, n} when either is not 1.
   uint32_t a_batch = 1, b_channel = 1;

@@ -145,6 +145,21 @@ QGemmCase Case(DataType a, DataType b, DataType out, uint32_t m, uint32_t k, uin
 
 DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, false);
+// 7-bit weights (B in [-64, 63]): where AVX2's vpmaddubsw kernel is exact.
+DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, u8s8_b7_256x4096x4096_registered_b,
+                       [] {
+                         QGemmCase c = Case(kU8, kS8, kS8, 256, 4096, 4096, true);
+                         c.seven_bit_b = true;
+                         return c;
+                       }())
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, u8s8_b7_256x4096x4096,
+                       [] {
+                         QGemmCase c = Case(kU8, kS8, kS8, 256, 4096, 4096, false);
+                         c.seven_bit_b = true;
+                         return c;
+                       }())
+    ->Unit(benchmark::kMillisecond);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
                          true, true);
 DMLSERVE_QGEMM_BENCHMARK(u8u8_256x4096x4096_registered_b, kU8, kU8, kS8, 256, 4096, 4096, true);

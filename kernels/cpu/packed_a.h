@@ -24,7 +24,7 @@ struct ARowSource {
 
 struct PackedA {
   size_t k = 0;
-  size_t stride = 0;  // bytes between rows
+  size_t stride = 0;  // bytes between rows (2 per value for a wide-A kernel)
   // sum over k of A'[i][k]; empty when PackA was asked not to compute them
   // (the caller sums rows() itself, see SumBytes).
   std::vector<int32_t> row_sums;
@@ -47,17 +47,20 @@ struct PackedA {
 // Whether PackA uses `rows` in place: UINT8 rows one after another in memory.
 bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k);
 
-// Packs `rows` (K elements each) for a micro-kernel of `mr` rows. When they
-// are UINT8 and lie one after another in memory (one request's A slice),
-// they are used in place and only their sums are computed (plus a copy of
-// the last blocks of rows when K is not a multiple of 4); otherwise they are
-// copied (shifted for INT8, zero-padded to whole quads) into `storage`.
-// Runs on the ParallelFor pool. `isa` picks the implementation (AVX-512 at
-// kAvx512Vnni, else portable); the result is the same.
+// Packs `rows` (K elements each) for `kernel` (its mr rows per call, its
+// ISA, whether it reads A wide). When they are UINT8 and lie one after
+// another in memory (one request's A slice) and the kernel reads bytes, they
+// are used in place and only their sums are computed (plus a copy of the
+// last blocks of rows when K is not a multiple of 4); otherwise they are
+// copied (shifted for INT8, zero-padded to whole quads, widened to int16 for
+// a wide-A kernel) into `storage`, and their sums are always computed.
+// Runs on the ParallelFor pool. The kernel's ISA picks the implementation
+// (AVX-512 at kAvx512Vnni, AVX2 from kAvx2, else portable); the result is
+// the same.
 // With `sums` false, rows used in place are not read at all (a copy still
 // gets its sums, for free) : a caller that reads each row only once anyway
 // sums it then, from cache, instead of reading A from memory twice.
-void PackA(absl::Span<const ARowSource> rows, size_t k, int mr, bool sums, CpuIsa isa,
+void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel, bool sums,
            PackedA& packed);
 
 // The sum of `count` bytes (rows of A' as PackedA::rows() gives them).

@@ -45,7 +45,8 @@ inline size_t RowSumColumn(size_t n) { return n % kQGemmStripColumns != 0 ? n : 
 // (q - quad0) * kQGemmQuadBytes. Depth values past K and columns past N are
 // written as zeros, except the row-sum column (above). Adds the sum of each column's written values
 // to column_sums[j - 16 * strip0] (exact in int32 for any K the operation allows). `isa` picks the
-// implementation (AVX-512 at kAvx512Vnni, else portable); all write the same bytes.
+// implementation (AVX-512 at kAvx512Vnni, AVX2 from kAvx2, else portable); all write the same
+// bytes. `strips` need not be even, nor a multiple of 4.
 void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
                 int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa);
 
@@ -82,6 +83,9 @@ struct PackedB {
   // the u8 x s8 dot products into sum (A - za)(B - zb); see
   // quantized_matmul_kernels.cc.
   std::vector<int32_t> corrections;
+  // Every value of B' (padding included) lies in [-64, 63]: a micro-kernel's
+  // seven_bit_b kernel is exact on it (see qgemm_ukernel.h).
+  bool seven_bit = false;
 
   // One cache line more than the strip: the strips a micro-kernel reads
   // together would otherwise (with power-of-two K) all map to the same L1

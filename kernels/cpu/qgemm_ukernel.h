@@ -16,6 +16,9 @@
 //    vpdpbusd lane sums), zero-padded to a multiple of 4.
 //  - Packed A: rows of A', zero-padded to whole quads: a[i * lda + 4q + r] =
 //    A'[i][4q + r]. A UINT8 A whose K is a multiple of 4 is read in place.
+//    A "wide A" micro-kernel (AVX2's exact one, which multiplies int16 pairs)
+//    reads A' widened to int16 instead: the same layout with 2-byte values
+//    (8 bytes per quad, lda still in bytes), always a copy.
 //  - Packed B: strips of 16 columns; within a strip, for each quad q, 16
 //    columns x 4 depth values (64 bytes, one zmm):
 //    strip[q * 64 + j * 4 + r] = B'[4q + r][16s + j]. Columns past N are zeros.
@@ -62,7 +65,7 @@ using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int r
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
 struct QGemmUkernel {
-  const char* name;  // "generic", "avx2", "avxvnni", "avx512vnni"
+  const char* name;  // "generic", "avx2", "avx2_b7", "avxvnni", "avx512vnni"
   CpuIsa isa;        // the level it needs
   int mr;            // rows per call
   int max_strips;    // 16-column strips per call
@@ -70,15 +73,27 @@ struct QGemmUkernel {
   // Both or neither: null where the ISA has no narrow path.
   QGemmNarrowPackFn narrow_pack = nullptr;
   QGemmNarrowFn narrow = nullptr;
+  // Reads A' as int16 (see above) rather than uint8.
+  bool wide_a = false;
+  // A faster kernel that is exact only when every value of B' lies in
+  // [-64, 63] (7-bit weights), used instead of this one for such a B; null
+  // where the ISA needs none. Not exact on other B: never selected alone.
+  const QGemmUkernel* seven_bit_b = nullptr;
 };
+
+// Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).
+inline size_t QGemmAQuadBytes(const QGemmUkernel& kernel) { return kernel.wide_a ? 8 : 4; }
 
 // Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.
 const QGemmUkernel* GenericQGemmUkernel();
 const QGemmUkernel* Avx2QGemmUkernel();
+// Avx2QGemmUkernel()->seven_bit_b (for tests and benchmarks).
+const QGemmUkernel* Avx2SevenBitQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
 
-// Every micro-kernel this CPU can run, the portable one first.
+// Every micro-kernel this CPU can run, the portable one first (seven_bit_b
+// kernels, exact only on some B, are not among them).
 std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
 
 // The fastest available micro-kernel at or below SelectedCpuIsa() (which

@@ -1,13 +1,31 @@
-// AVX2 micro-kernel for CPUs without VNNI (Haswell to Ice Lake client, Zen 1
-// to 3). vpmaddubsw would multiply u8 x s8 directly but saturates its int16
-// pair sums (255 * 127 * 2 > 32767), so this kernel widens both operands to
-// int16 and uses vpmaddwd, whose int32 pair sums are exact.
+// Exact AVX2 micro-kernel for CPUs without VNNI (Haswell to Ice Lake client,
+// Zen 1 to 4 without AVX-512).
 //
-// Blocking: 2 rows x 1 strip (16 columns). One quad of 4 columns widens to
-// 16 int16 in a ymm; vpmaddwd against the row's quad (broadcast as 4 int16)
-// leaves 2 partial sums per column, folded with vphaddd after the loop.
-// 8 accumulators, 4 widened B vectors and the broadcast A quads fit the 16
-// ymm registers.
+// Why not vpmaddubsw: it multiplies u8 x s8 directly but saturates its int16
+// pair sums (255 * -128 * 2 = -65280 < -32768), so it is wrong on ordinary
+// int8 weights. Its exact sibling is vpmaddwd: int16 x int16 pairs summed
+// into int32, where |product pair| <= 2 * 255 * 128 = 65280 cannot overflow.
+// Both operands must then be int16:
+//  - A' is widened once, when packed (a "wide A": 8 bytes per quad, see
+//    qgemm_ukernel.h), so a row's quad is one vpbroadcastq from memory, a
+//    load with no shuffle;
+//  - B stays in the shared int8 layout (a registered B is packed once for
+//    every ISA) and is widened here with vpmovsxbw, one load-plus-shuffle per
+//    4 columns, shared by all 6 rows.
+// The binding limit is then the exact step itself (vpmaddwd + vpaddd, 16
+// multiply-adds per pair: see BM_CpuMachineLimit_Avx2ExactPeak); per quad the
+// kernel issues 12 such pairs, 2 vpmovsxbw and 6 broadcasts.
+//
+// Blocking: 6 rows x 8 columns (half a strip) at a time, the strip's halves
+// one after the other over all quads. A widened quad of 4 columns leaves 2
+// partial sums per column in a ymm (folded with vphaddd once, at the end), so
+// 8 columns of 6 rows take 12 accumulators; with 2 widened B vectors and the
+// broadcast A quad that is 15 of the 16 ymm registers. (A whole strip would
+// need 24 accumulators.) The second half re-reads the rows' A, from L1/L2.
+// One or two rows (a GEMV) take the whole strip in one pass instead.
+//
+// Where B's values fit 7 bits, vpmaddubsw cannot saturate and the faster
+// qgemm_ukernel_avx2_b7.cc runs instead (seven_bit_b below).
 
 #include <cstddef>
 #include <cstdint>
@@ -24,13 +42,52 @@ DMLSERVE_ISA_BEGIN("avx2")
 namespace dmlserve {
 namespace {
 
-constexpr int kMr = 2;
+constexpr int kMr = 6;
 
+// Columns 0..7 of `b` (a strip pointer offset to the half) for kRows rows of
+// wide A, into c[i * ldc + 0..7].
 template <int kRows>
-void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t* c, size_t ldc,
-            bool accumulate) {
-  // acc[4 * i + g]: columns 4g..4g+3 of row i, two partial sums per column.
+DMLSERVE_ALWAYS_INLINE void HalfStrip(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
+                                      int32_t* c, size_t ldc, bool accumulate) {
+  // acc[2 * i + h]: columns 4h..4h+3 of row i, two partial sums per column.
   // Flat and indexed by constants once unrolled, so it lives in registers.
+  __m256i acc[2 * kRows];
+#pragma GCC unroll 12
+  for (int x = 0; x < 2 * kRows; ++x) acc[x] = _mm256_setzero_si256();
+  for (size_t q = 0; q < quads; ++q) {
+    const int8_t* quad = b + q * kQGemmQuadBytes;
+    const __m256i low =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quad)));
+    const __m256i high =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quad + 16)));
+#pragma GCC unroll 6
+    for (int i = 0; i < kRows; ++i) {
+      int64_t value;  // 4 int16 of A'
+      std::memcpy(&value, a + i * lda + q * 8, 8);
+      const __m256i row = _mm256_set1_epi64x(value);
+      acc[2 * i] = _mm256_add_epi32(acc[2 * i], _mm256_madd_epi16(row, low));
+      acc[2 * i + 1] = _mm256_add_epi32(acc[2 * i + 1], _mm256_madd_epi16(row, high));
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < kRows; ++i) {
+    // [c0 c1 c4 c5 | c2 c3 c6 c7], then into column order.
+    const __m256i pairs = _mm256_hadd_epi32(acc[2 * i], acc[2 * i + 1]);
+    __m256i value = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
+    __m256i* out = reinterpret_cast<__m256i*>(c + i * ldc);
+    if (accumulate) value = _mm256_add_epi32(value, _mm256_loadu_si256(out));
+    _mm256_storeu_si256(out, value);
+  }
+}
+
+// The whole strip in one pass, for 1 or 2 rows (16 accumulators would not
+// fit beyond that). With so few rows B's bytes bound the time, and two
+// half-strip passes would each touch every cache line of the strip: from
+// memory for a GEMV, twice the traffic.
+template <int kRows>
+DMLSERVE_ALWAYS_INLINE void WholeStrip(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
+                                       int32_t* c, size_t ldc, bool accumulate) {
+  static_assert(kRows <= 2, "4 accumulators per row");
   __m256i acc[4 * kRows];
 #pragma GCC unroll 8
   for (int x = 0; x < 4 * kRows; ++x) acc[x] = _mm256_setzero_si256();
@@ -44,9 +101,9 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
     }
 #pragma GCC unroll 2
     for (int i = 0; i < kRows; ++i) {
-      int32_t value;
-      std::memcpy(&value, a + i * lda + q * 4, 4);
-      const __m256i row = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(value)));
+      int64_t value;
+      std::memcpy(&value, a + i * lda + q * 8, 8);
+      const __m256i row = _mm256_set1_epi64x(value);
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         acc[4 * i + g] = _mm256_add_epi32(acc[4 * i + g], _mm256_madd_epi16(row, columns[g]));
@@ -57,23 +114,42 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
   for (int i = 0; i < kRows; ++i) {
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      // [c0 c1 c4 c5 | c2 c3 c6 c7] of this half, then into column order.
       const __m256i pairs = _mm256_hadd_epi32(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
       __m256i value = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
-      __m256i* out = reinterpret_cast<__m256i*>(c + i * ldc + h * 8);
+      __m256i* out = reinterpret_cast<__m256i*>(c + i * ldc + 8 * h);
       if (accumulate) value = _mm256_add_epi32(value, _mm256_loadu_si256(out));
       _mm256_storeu_si256(out, value);
     }
   }
 }
 
+template <int kRows>
+void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t* c, size_t ldc,
+            bool accumulate) {
+  if constexpr (kRows <= 2) {
+    WholeStrip<kRows>(quads, a, lda, b, c, ldc, accumulate);
+  } else {
+    HalfStrip<kRows>(quads, a, lda, b, c, ldc, accumulate);
+    HalfStrip<kRows>(quads, a, lda, b + 32, c + 8, ldc, accumulate);
+  }
+}
+
 void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                 size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
                 bool accumulate) {
-  if (rows == 1) {
-    Kernel<1>(quads, a, lda, b, c, ldc, accumulate);
-  } else {
-    Kernel<2>(quads, a, lda, b, c, ldc, accumulate);
+  switch (rows) {
+    case 1:
+      return Kernel<1>(quads, a, lda, b, c, ldc, accumulate);
+    case 2:
+      return Kernel<2>(quads, a, lda, b, c, ldc, accumulate);
+    case 3:
+      return Kernel<3>(quads, a, lda, b, c, ldc, accumulate);
+    case 4:
+      return Kernel<4>(quads, a, lda, b, c, ldc, accumulate);
+    case 5:
+      return Kernel<5>(quads, a, lda, b, c, ldc, accumulate);
+    default:
+      return Kernel<6>(quads, a, lda, b, c, ldc, accumulate);
   }
 }
 
@@ -85,7 +161,12 @@ DMLSERVE_ISA_END
 namespace dmlserve {
 
 const QGemmUkernel* Avx2QGemmUkernel() {
-  static const QGemmUkernel kernel = {"avx2", CpuIsa::kAvx2, kMr, 1, &Avx2Kernel};
+  static const QGemmUkernel kernel = [] {
+    QGemmUkernel k = {"avx2", CpuIsa::kAvx2, kMr, 1, &Avx2Kernel};
+    k.wide_a = true;
+    k.seven_bit_b = Avx2SevenBitQGemmUkernel();
+    return k;
+  }();
   return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
 }
 

@@ -24,7 +24,7 @@ namespace {
 // (kDepthBlock x 64 bytes) stay in the 1-2 MiB L2 while the micro-kernel
 // sweeps the rows, and the int32 results of the block (96 KiB) are
 // requantized straight from L2. kRowBlock is a multiple of every
-// micro-kernel's mr (2, 4, 6), kColumnBlock of every max_strips * 16.
+// micro-kernel's mr (4, 6), kColumnBlock of every max_strips * 16.
 constexpr size_t kRowBlock = 96;
 constexpr size_t kColumnBlock = 256;
 constexpr size_t kDepthBlock = 2048;
@@ -280,7 +280,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
       for (size_t block = 0; block < blocks; ++block) {
         const size_t first = block * kernel.mr;
         const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
-        const uint8_t* block_a = a.rows(row0 + first) + q0 * 4;
+        const uint8_t* block_a = a.rows(row0 + first) + q0 * QGemmAQuadBytes(kernel);
         if (block_rows >= 2) {
           kernel.narrow(quads, block_a, a.stride, block_rows, narrow_panel, tile + first * ldc, ldc,
                         q0 > 0);
@@ -298,7 +298,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
       for (size_t block = 0; block < blocks; ++block) {
         const size_t first = block * kernel.mr;
         const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
-        kernel.fn(quads, a.rows(row0 + first) + q0 * 4, a.stride, block_rows,
+        kernel.fn(quads, a.rows(row0 + first) + q0 * QGemmAQuadBytes(kernel), a.stride, block_rows,
                   panel + s * strip_stride, strip_stride, group,
                   tile + first * ldc + s * kQGemmStripColumns, ldc, q0 > 0);
       }
@@ -358,8 +358,8 @@ void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n
 // `slice` of `op` (packed whole, from `cache` when it is registered). Rows
 // are made a chunk at a time; before each chunk `stop` may abandon the rest
 // (its non-OK status is returned).
-absl::Status RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op, uint64_t slice,
-                     PackedBCache* cache, const RowList& list,
+absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperation& op,
+                     uint64_t slice, PackedBCache* cache, const RowList& list,
                      absl::FunctionRef<absl::Status()> stop) {
   const uint64_t total_rows = list.size();
   if (total_rows == 0) return absl::OkStatus();
@@ -372,16 +372,25 @@ absl::Status RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation&
   // Packing B whole pays off when its panels are reused by several row
   // blocks (or by later requests, once cached), and costs nothing with one
   // strip (K x 16 bytes), which the narrow path rearranges once per call.
-  const bool narrow = n <= kQGemmStripColumns && kernel.narrow != nullptr && total_rows >= 2;
+  const bool narrow = n <= kQGemmStripColumns && selected.narrow != nullptr && total_rows >= 2;
   const bool streaming = !registered && total_rows <= kRowBlock && !narrow;
   if (streaming) {
     columns = BColumns::Of(op);
     b.columns = &columns;
   } else {
-    packed = cache != nullptr ? cache->Get(op, slice, kernel.isa) : PackB(op, slice, kernel.isa);
+    packed =
+        cache != nullptr ? cache->Get(op, slice, selected.isa) : PackB(op, slice, selected.isa);
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
+  // A B packed whole says whether its values fit 7 bits, where the ISA may
+  // have a faster kernel (AVX2's vpmaddubsw one). Streamed B is not scanned
+  // ahead: it is multiplied by few rows, where B's bytes, not the multiplies,
+  // bound the time.
+  const QGemmUkernel& kernel =
+      packed != nullptr && packed->seven_bit && selected.seven_bit_b != nullptr
+          ? *selected.seven_bit_b
+          : selected;
   const size_t quads = (k + 3) / 4;
   AlignedBytes narrow_panel;
   if (narrow) {
@@ -404,9 +413,10 @@ absl::Status RunGemm(const QGemmUkernel& kernel, const QuantizedMatMulOperation&
               static_cast<size_t>(std::min<uint64_t>(kMaxRowsPerChunk, total_rows - chunk0)), rows);
     // A used in place needs no panels; a copy is made a panel at a time.
     const size_t panel_rows =
-        PacksAInPlace(ARows(rows, 0, rows.size()), k)
+        !kernel.wide_a && PacksAInPlace(ARows(rows, 0, rows.size()), k)
             ? rows.size()
-            : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * 4) / kRowBlock * kRowBlock);
+            : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * QGemmAQuadBytes(kernel)) /
+                                              kRowBlock * kRowBlock);
     RunPanels(kernel, b, k, n, column_block, depth_block, rows, panel_rows, a);
   }
   return absl::OkStatus();
@@ -421,7 +431,7 @@ void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n
     // With a single column block, each row is read by one task only: that
     // task sums it (from cache) rather than PackA (from memory).
     const bool one_column_block = n <= column_block;
-    PackA(ARows(rows, panel0, panel_count), k, kernel.mr, !one_column_block, kernel.isa, a);
+    PackA(ARows(rows, panel0, panel_count), k, kernel, !one_column_block, a);
     const size_t column_blocks = (n + column_block - 1) / column_block;
     // Few column blocks (a narrow N) and few rows would leave threads idle:
     // smaller row blocks (whole micro-kernel rows) give each a few tasks.

@@ -42,7 +42,8 @@ void ComputeMultipliers(float a_scale, float output_scale, const float* column_s
 //   out[j] = clamp(round_half_even(acc * multipliers[j]) + output_zero_point,
 //                  low, high)
 // computed in float64 like the reference. The result is the same byte for
-// every `isa` (AVX-512 at kAvx512Vnni, else portable).
+// every `isa` (AVX-512 at kAvx512Vnni, AVX2 at kAvx2 and kAvxVnni, else
+// portable).
 void RequantizeRow(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
                    const double* multipliers, const RowRequantization& row, size_t count,
                    uint8_t* out, CpuIsa isa);

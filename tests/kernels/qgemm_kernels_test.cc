@@ -2,11 +2,15 @@
 // packing against the portable versions, and whole products on every
 // micro-kernel against the reference, bit for bit.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
+#include "kernels/cpu/requantize.h"
 #include "tests/reference/reference.h"
 
 namespace dmlserve {
@@ -37,22 +42,59 @@ TEST(QGemmUkernelTest, PortableKernelComesFirst) {
   EXPECT_TRUE(found);
 }
 
+// A's rows as `kernel` reads them: the bytes themselves, or (a wide-A
+// kernel) each widened to int16; `lda` is updated to the kernel's.
+std::vector<uint8_t> AsKernelA(const QGemmUkernel& kernel, const std::vector<uint8_t>& a,
+                               size_t& lda) {
+  if (!kernel.wide_a) return a;
+  std::vector<uint8_t> wide(a.size() * 2);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const int16_t value = a[i];
+    std::memcpy(wide.data() + 2 * i, &value, 2);
+  }
+  lda *= 2;
+  return wide;
+}
+
+// The SIMD micro-kernels, each seven_bit_b kernel paired with the range of B
+// values it is exact on (the others take every int8).
+struct KernelUnderTest {
+  const QGemmUkernel* kernel;
+  int b_low, b_high;
+};
+std::vector<KernelUnderTest> SimdKernelsWithRanges() {
+  std::vector<KernelUnderTest> kernels;
+  for (const QGemmUkernel* kernel : SimdUkernels()) {
+    kernels.push_back({kernel, -128, 127});
+    if (kernel->seven_bit_b != nullptr) kernels.push_back({kernel->seven_bit_b, -64, 63});
+  }
+  return kernels;
+}
+
 // Every SIMD micro-kernel writes exactly what the portable one writes, for
-// every row and strip count, overwriting and accumulating.
+// every row and strip count, overwriting and accumulating, with the extreme
+// products of its B range.
 TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
   const QGemmUkernel& generic = *GenericQGemmUkernel();
   std::mt19937 rng(11);
-  for (const QGemmUkernel* kernel : SimdUkernels()) {
+  for (const auto& [kernel, b_low, b_high] : SimdKernelsWithRanges()) {
+    std::uniform_int_distribution<int> b_value(b_low, b_high);
     for (size_t quads : {size_t{1}, size_t{3}, size_t{64}, size_t{1001}}) {
       const size_t lda = quads * 4 + 12;
       const size_t strip_stride = quads * kQGemmQuadBytes + 64;
       std::vector<uint8_t> a(kernel->mr * lda);
       std::vector<int8_t> b(kernel->max_strips * strip_stride);
       for (uint8_t& v : a) v = static_cast<uint8_t>(rng());
-      for (int8_t& v : b) v = static_cast<int8_t>(rng());
-      // Extremes too: the products must not saturate anywhere.
-      a[0] = 255;
-      b[0] = -128;
+      for (int8_t& v : b) v = static_cast<int8_t>(b_value(rng));
+      // Extremes too: the products must not saturate anywhere. A whole quad
+      // of them, so that pair sums reach 2 * 255 * b_low.
+      for (int r = 0; r < 4; ++r) {
+        a[r] = 255;
+        b[r] = static_cast<int8_t>(b_low);
+        b[4 + r] = static_cast<int8_t>(b_high);
+      }
+      size_t kernel_lda = lda;
+      const std::vector<uint8_t> kernel_a = AsKernelA(*kernel, a, kernel_lda);
       for (int rows = 1; rows <= kernel->mr; ++rows) {
         for (int strips = 1; strips <= kernel->max_strips; ++strips) {
           for (bool accumulate : {false, true}) {
@@ -65,8 +107,8 @@ TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
                            accumulate);
               }
             }
-            kernel->fn(quads, a.data(), lda, rows, b.data(), strip_stride, strips, got.data(), ldc,
-                       accumulate);
+            kernel->fn(quads, kernel_a.data(), kernel_lda, rows, b.data(), strip_stride, strips,
+                       got.data(), ldc, accumulate);
             ASSERT_EQ(got, want) << kernel->name << " quads=" << quads << " rows=" << rows
                                  << " strips=" << strips << " accumulate=" << accumulate;
           }
@@ -163,14 +205,32 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
           rows.push_back({source.data() + i, is_signed});
         }
         for (int mr : {1, 2, 6}) {
+          QGemmUkernel generic = *GenericQGemmUkernel();
+          generic.mr = mr;
           PackedA want_a;
-          PackA(rows, k, mr, /*sums=*/true, CpuIsa::kGeneric, want_a);
+          PackA(rows, k, generic, /*sums=*/true, want_a);
           EXPECT_EQ(want_a.data == source.data(), !is_signed);
-          for (const QGemmUkernel* kernel : SimdUkernels()) {
+          for (const QGemmUkernel* simd : SimdUkernels()) {
+            QGemmUkernel kernel = *simd;
+            kernel.mr = mr;
             PackedA got_a;
-            PackA(rows, k, mr, /*sums=*/true, kernel->isa, got_a);
-            ASSERT_EQ(got_a.stride, want_a.stride);
-            EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel->name;
+            PackA(rows, k, kernel, /*sums=*/true, got_a);
+            EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel.name;
+            if (!kernel.wide_a) {
+              ASSERT_EQ(got_a.stride, want_a.stride);
+              continue;
+            }
+            // A wide copy: A' as int16, zeros to the end of the last quad.
+            ASSERT_EQ(got_a.stride, (k + 3) / 4 * 4 * 2) << kernel.name;
+            for (size_t i = 0; i < rows.size(); ++i) {
+              const uint8_t* row = got_a.rows(i / mr * mr) + (i % mr) * got_a.stride;
+              for (size_t j = 0; j < (k + 3) / 4 * 4; ++j) {
+                int16_t value;
+                std::memcpy(&value, row + 2 * j, 2);
+                const int expected = j < k ? (rows[i].data[j] ^ (is_signed ? 0x80 : 0)) : 0;
+                ASSERT_EQ(value, expected) << kernel.name << " row " << i << " k=" << k;
+              }
+            }
           }
           // Every row reads back as A' through rows(), whole quads included:
           // past K it is zero (a copy) or the next row's bytes (in place).
@@ -190,6 +250,109 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
               for (size_t j = k; j < quads_bytes; ++j) EXPECT_EQ(row[j], 0);
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// The epilogue of every ISA level computes the same multipliers (bit for
+// bit) and the same bytes as the portable code, on random and extreme
+// inputs: accumulators that wrap or sit at the int32 limits, multipliers from
+// subnormal to overflowing the product, exact ties at .5, both output types
+// with zero points at the ends of their range, and every count up to 40 (the
+// vector loops' tails). Nothing past `count` is written.
+TEST(QGemmRequantizeTest, EveryIsaRequantizesTheSame) {
+  std::vector<CpuIsa> isas;
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+    if (isa <= SupportedCpuIsa()) isas.push_back(isa);
+  }
+  std::mt19937 rng(13);
+  // A finite float of any exponent, subnormals and zeros included.
+  auto any_float = [&rng] {
+    for (;;) {
+      const uint32_t bits = static_cast<uint32_t>(rng());
+      if ((bits & 0x7f800000u) == 0x7f800000u) continue;
+      float f;
+      std::memcpy(&f, &bits, sizeof(f));
+      return f;
+    }
+  };
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  // An int32 term: extreme, small, or anything.
+  auto term = [&] {
+    switch (rng() % 4) {
+      case 0: {
+        const int32_t extremes[] = {kMin, kMin + 1, kMax, kMax - 1, -1, 0, 1};
+        return extremes[rng() % std::size(extremes)];
+      }
+      case 1:
+        return static_cast<int32_t>(rng() % 2001) - 1000;
+      default:
+        return static_cast<int32_t>(rng());
+    }
+  };
+  const RowRequantization ranges[] = {
+      {0, 0, 255},       {255, 0, 255},    {128, 0, 255},  {37, 0, 255},
+      {-128, -128, 127}, {127, -128, 127}, {0, -128, 127}, {-5, -128, 127},
+  };
+  for (size_t count = 0; count <= 40; ++count) {
+    std::vector<float> scales(count);
+    std::vector<int32_t> dots(count), column_offsets(count);
+    std::vector<double> multipliers(count);
+    for (int trial = 0; trial < 200; ++trial) {
+      // Multipliers: typical, or from any finite floats.
+      const bool typical = trial % 2 == 0;
+      const float a_scale = typical ? 0.02f : any_float();
+      float output_scale = typical ? 0.5f : any_float();
+      if (output_scale == 0) output_scale = 1;
+      for (float& v : scales) v = typical ? 0.001f * (1 + rng() % 1000) : any_float();
+      ComputeMultipliers(a_scale, output_scale, scales.data(), count, multipliers.data(),
+                         CpuIsa::kGeneric);
+      for (CpuIsa isa : isas) {
+        std::vector<double> got(count);
+        ComputeMultipliers(a_scale, output_scale, scales.data(), count, got.data(), isa);
+        ASSERT_EQ(std::memcmp(got.data(), multipliers.data(), count * sizeof(double)), 0)
+            << CpuIsaName(isa) << " count=" << count << " trial=" << trial;
+      }
+      // A quarter of the columns with extreme or tie-making multipliers.
+      const double special[] = {0.5, -0.5,  0.25,   1.5,    -2.5,     1,
+                                0,   1e300, -1e300, 1e-300, 4.9e-324, -4.9e-324};
+      for (double& m : multipliers) {
+        if (rng() % 4 == 0) m = special[rng() % std::size(special)];
+      }
+      const int32_t row_offset = term();
+      for (size_t j = 0; j < count; ++j) {
+        dots[j] = term();
+        column_offsets[j] = term();
+        // Half the time an accumulator near the output range, where ties and
+        // clamping are decided.
+        if (rng() % 2 == 0) {
+          dots[j] = static_cast<int32_t>(static_cast<uint32_t>(rng() % 1201) - 600 +
+                                         static_cast<uint32_t>(row_offset) +
+                                         static_cast<uint32_t>(column_offsets[j]));
+        }
+      }
+      for (const RowRequantization& row : ranges) {
+        std::vector<uint8_t> want(count + 16, 0xab);
+        RequantizeRow(dots.data(), row_offset, column_offsets.data(), multipliers.data(), row,
+                      count, want.data(), CpuIsa::kGeneric);
+        for (CpuIsa isa : isas) {
+          std::vector<uint8_t> got(count + 16, 0xab);
+          RequantizeRow(dots.data(), row_offset, column_offsets.data(), multipliers.data(), row,
+                        count, got.data(), isa);
+          const size_t j = std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+          if (j == got.size()) continue;
+          testing::Message where;
+          where << CpuIsaName(isa) << " count=" << count << " trial=" << trial << " column " << j
+                << " zero point " << row.output_zero_point << " range [" << row.low << ", "
+                << row.high << "]";
+          if (j < count) {
+            where << " dot " << dots[j] << " row offset " << row_offset << " column offset "
+                  << column_offsets[j] << " multiplier " << multipliers[j];
+          }
+          FAIL() << where << ": got " << int{got[j]} << ", want " << int{want[j]};
         }
       }
     }
@@ -331,6 +494,107 @@ TEST_P(QGemmPathTest, LargePerAxisProductIsExact) {
       RandomProduct({300, 700, 333}, DataType::kInt8, DataType::kUint8, DataType::kInt8, true, rng);
   ExpectExact(op, false);
   ExpectExact(op, true);
+}
+
+// A random product whose B' (B, or B - 128 for UINT8) lies in [-64, 63],
+// both ends included many times.
+QuantizedMatMulOperation SevenBitProduct(Shape3 s, DataType a_type, DataType b_type,
+                                         std::mt19937_64& rng) {
+  QuantizedMatMulOperation op = RandomProduct(s, a_type, b_type, DataType::kInt8, true, rng);
+  const int shift = b_type == DataType::kUint8 ? 128 : 0;
+  std::uniform_int_distribution<int> value(-64, 63);
+  uint8_t* b = op.b.mutable_data();
+  for (uint64_t i = 0; i < op.b.byte_size(); ++i) {
+    const int v = i % 11 == 0 ? -64 : i % 13 == 0 ? 63 : value(rng);
+    b[i] = static_cast<uint8_t>(v + shift);
+  }
+  return op;
+}
+
+// 7-bit weights, int8 or uint8, packed whole (registered, or many rows) or
+// streamed: where the kernel has a seven_bit_b kernel it runs, and must be
+// exact.
+TEST_P(QGemmPathTest, SevenBitWeightsAreExact) {
+  std::mt19937_64 rng(16);
+  for (DataType a_type : {DataType::kUint8, DataType::kInt8}) {
+    for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
+      for (Shape3 s : {Shape3{130, 1003, 40}, Shape3{7, 64, 33}, Shape3{200, 2051, 16}}) {
+        const QuantizedMatMulOperation op = SevenBitProduct(s, a_type, b_type, rng);
+        ExpectExact(op, true);
+        ExpectExact(op, false);
+      }
+    }
+  }
+}
+
+// One quad just outside 7 bits in an otherwise 7-bit B must keep the exact
+// kernel. The product is built so that vpmaddubsw's saturation would show:
+// column 37 is zero but for 4 values of -65 (or 65) against A' = 255, so its
+// sum is 4 * 255 * -65 = -66300 where saturated pairs give -65536, and the
+// output scale puts the two 1.4 output steps apart.
+TEST_P(QGemmPathTest, WeightsJustPastSevenBitsAreExact) {
+  std::mt19937_64 rng(17);
+  constexpr uint32_t kM = 130, kK = 516, kN = 40;
+  for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
+    for (int outside : {-65, 65}) {
+      const int shift = b_type == DataType::kUint8 ? 128 : 0;
+      QuantizedMatMulTensors t;
+      auto filled = [](DataType type, Shape sizes, uint8_t byte) {
+        Tensor tensor = Tensor::Allocate(type, sizes);
+        std::memset(tensor.mutable_data(), byte, tensor.byte_size());
+        return tensor;
+      };
+      auto scalar = [](float value) {
+        Tensor tensor = Tensor::Allocate(DataType::kFloat32, {1, 1, 1, 1});
+        std::memcpy(tensor.mutable_data(), &value, 4);
+        return tensor;
+      };
+      t.a = filled(DataType::kUint8, {kM, kK}, 255);
+      t.a_zero_point = filled(DataType::kUint8, {1, 1, 1, 1}, 0);
+      t.b = filled(b_type, {kK, kN}, static_cast<uint8_t>(shift));
+      t.b_zero_point = filled(b_type, {1, 1, 1, 1}, static_cast<uint8_t>(shift));
+      std::uniform_int_distribution<int> value(-64, 63);
+      for (uint32_t i = 0; i < kK * kN; i += 5) {
+        if (i % kN != 37) t.b.mutable_data()[i] = static_cast<uint8_t>(value(rng) + shift);
+      }
+      for (uint32_t k = 508; k < 512; ++k) {
+        t.b.mutable_data()[k * kN + 37] = static_cast<uint8_t>(outside + shift);
+      }
+      t.a_scale = scalar(1);
+      t.b_scale = scalar(1);
+      t.output_scale = scalar(552.5f);
+      t.output_zero_point = filled(DataType::kInt8, {1, 1, 1, 1}, 0);
+      absl::StatusOr<QuantizedMatMulOperation> op =
+          MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+      ASSERT_TRUE(op.ok()) << op.status();
+      ExpectExact(*op, true);
+      ExpectExact(*op, false);
+    }
+  }
+}
+
+// PackB says whether B' fits 7 bits, and only then.
+TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
+  std::mt19937_64 rng(18);
+  for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
+    const int shift = b_type == DataType::kUint8 ? 128 : 0;
+    for (auto [low, high, fits] :
+         {std::tuple{-64, 63, true}, std::tuple{-65, 63, false}, std::tuple{-64, 64, false},
+          std::tuple{-128, 127, false}, std::tuple{0, 0, true}}) {
+      QuantizedMatMulOperation op =
+          RandomProduct({3, 67, 45}, DataType::kUint8, b_type, DataType::kInt8, false, rng);
+      uint8_t* b = op.b.mutable_data();
+      std::uniform_int_distribution<int> value(low, high);
+      for (uint64_t i = 0; i < op.b.byte_size(); ++i)
+        b[i] = static_cast<uint8_t>(value(rng) + shift);
+      b[66 * 45 + 44] = static_cast<uint8_t>(low + shift);  // both ends present
+      b[0] = static_cast<uint8_t>(high + shift);
+      for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
+        EXPECT_EQ(PackB(op, 0, kernel->isa)->seven_bit, fits)
+            << kernel->name << " [" << low << ", " << high << "]";
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest,
