@@ -1,32 +1,53 @@
 // What the machine can do at most, measured in the same run as the kernels
-// so that the kernels' rates can be read as a fraction of it: the int8
-// multiply peak (vpdpbusd with no memory traffic, on every pool thread), the
-// read bandwidth of the last-level cache and of memory (what bounds a GEMV or
-// an N < 16 product, which do too few multiplies per byte to reach the
-// multiply peak), and each micro-kernel alone on L1-resident operands.
+// so that each kernel's rate can be read as a fraction of the limit that
+// binds it. One limit per x86 ISA path, since each path is bound by its own
+// instruction's rate, not by the machine's best:
+//   VpdpbusdPeak          AVX-512 VNNI: vpdpbusd zmm, 64 multiply-adds each
+//                         (the avx512vnni kernels).
+//   AvxVnniPeak           AVX-VNNI: VEX vpdpbusd ymm, 32 each (the avxvnni
+//                         kernels; skipped on CPUs without it, AVX-512 ones
+//                         such as Zen 4 included).
+//   Avx2ExactPeak         AVX2 with exact int32 sums: vpmaddwd on int16 pairs
+//                         then vpaddd, 16 multiply-adds per step (the avx2
+//                         kernels, which widen int8 to int16 so that no sum
+//                         saturates).
+//   Avx2SaturatingPeak    AVX2 as ONNX Runtime and oneDNN do it: vpmaddubsw
+//                         (u8 x s8, 32 multiply-adds, int16 sums that can
+//                         saturate), vpmaddwd by ones, vpaddd: the rate a
+//                         kernel gives up by being exact.
+// All with no memory traffic, on every pool thread (what a parallel GEMM gets).
+// Then the read bandwidth of the last-level cache and of memory (what bounds
+// a GEMV or an N < 16 product, which do too few multiplies per byte to reach
+// the multiply peak), with the widest loads the selected ISA has, so AVX2-only
+// machines get it too; and each micro-kernel alone on L1-resident operands.
+//
+// GOP/s counts a multiply-add as 2 operations. Every operand of a multiply is
+// made opaque to the compiler in every step (an empty asm that "changes" it),
+// not only the accumulators: otherwise a product of loop-invariant operands
+// is computed once, and the loop is left with only the adds.
 
 #include <cstdint>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
-#if defined(__x86_64__)
+#if DMLSERVE_X86
 #include <immintrin.h>
 #endif
 
 namespace dmlserve::bench {
 namespace {
 
-#if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vnni")
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#if DMLSERVE_X86
+DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512vnni")
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 // 24 independent vpdpbusd chains (more than latency x throughput), no loads:
-// 24 * 64 multiply-adds per iteration.
+// 24 * 64 multiply-adds per iteration. vpdpbusd adds into its accumulator
+// itself, so an opaque accumulator is enough to keep every product in the loop.
 __attribute__((noinline)) int64_t VnniChains(int64_t iterations) {
   __m512i acc[24];
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
@@ -47,7 +68,7 @@ __attribute__((noinline)) int64_t VnniChains(int64_t iterations) {
 
 // Reads [data, data + bytes) (bytes a multiple of 256) with 64-byte loads
 // into four independent sums: nothing but the loads limits it.
-__attribute__((noinline)) int64_t ReadAll(const uint8_t* data, size_t bytes) {
+__attribute__((noinline)) int64_t ReadAll512(const uint8_t* data, size_t bytes) {
   __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                     _mm512_setzero_si512()};
   for (size_t i = 0; i < bytes; i += 256) {
@@ -59,35 +80,190 @@ __attribute__((noinline)) int64_t ReadAll(const uint8_t* data, size_t bytes) {
   return _mm512_reduce_add_epi64(
       _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3])));
 }
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+DMLSERVE_IGNORE_UNINITIALIZED_END
+DMLSERVE_ISA_END
+
+// AVX2 only (VEX encoding, 16 ymm registers): what the avx2 kernels get, even
+// when compiled here on a CPU that has more.
+DMLSERVE_ISA_BEGIN("avx2")
+// The sum of the eight int32 lanes of v.
+int64_t SumEpi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+// The sum of the four int64 lanes of v.
+int64_t SumEpi64(__m256i v) {
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)));
+}
+
+// 12 independent chains of acc += vpmaddwd(a, b): 12 accumulators, a and b
+// (and the product on its way to the add) fit the 16 ymm registers. Only the
+// vpaddd is chained (the products depend on a and b alone), so latency does
+// not bind: what the core sustains of the pair does (on Zen 4 about 1.5
+// vpmaddwd a cycle, the adds sharing its vector pipes). 12 * 16
+// multiply-adds per iteration. a and b are made opaque before every step, so
+// that the 12 products of an iteration are not one product shared (or hoisted
+// out of the loop), and each step costs a vpmaddwd and a vpaddd.
+__attribute__((noinline)) int64_t Avx2ExactChains(int64_t iterations) {
+  __m256i acc[12];
+  __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(-5);
+#pragma GCC unroll 12
+  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) {
+      __asm__ volatile("" : "+x"(a), "+x"(b));
+      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(a, b));
+    }
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 12
+  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
+  return SumEpi32(sum);
+}
+
+// 12 independent chains of acc += vpmaddwd(vpmaddubsw(a_u8, b_s8), ones):
+// 12 accumulators, a, b, the ones and the product in flight are the 16 ymm
+// registers. 12 * 32 multiply-adds per iteration; opaque as above.
+__attribute__((noinline)) int64_t Avx2SaturatingChains(int64_t iterations) {
+  __m256i acc[12];
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-5);
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 12
+  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) {
+      __asm__ volatile("" : "+x"(a), "+x"(b));
+      const __m256i pairs = _mm256_maddubs_epi16(a, b);
+      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(pairs, ones));
+    }
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 12
+  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
+  return SumEpi32(sum);
+}
+
+// ReadAll512 with 32-byte loads (bytes a multiple of 256): eight independent
+// sums, 2 loads a cycle at most, so nothing but the loads limits it.
+__attribute__((noinline)) int64_t ReadAll256(const uint8_t* data, size_t bytes) {
+  __m256i acc[8];
+#pragma GCC unroll 8
+  for (int x = 0; x < 8; ++x) acc[x] = _mm256_setzero_si256();
+  for (size_t i = 0; i < bytes; i += 256) {
+#pragma GCC unroll 8
+    for (int x = 0; x < 8; ++x) {
+      acc[x] = _mm256_add_epi64(
+          acc[x], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 32 * x)));
+    }
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 8
+  for (int x = 1; x < 8; ++x) sum = _mm256_add_epi64(sum, acc[x]);
+  return SumEpi64(sum);
+}
+DMLSERVE_ISA_END
+
+// No guard for the compiler: kernels/cpu/qgemm_ukernel_avxvnni.cc, built into
+// the same binary, needs it to know AVX-VNNI already.
+DMLSERVE_ISA_BEGIN("avx2,avxvnni")
+// 12 independent chains of VEX vpdpbusd ymm (latency 4-5 x 2 per cycle at
+// most): 12 * 32 multiply-adds per iteration. As with VnniChains, the
+// accumulator is an operand of the multiply; a and b are opaque anyway.
+__attribute__((noinline)) int64_t AvxVnniChains(int64_t iterations) {
+  __m256i acc[12];
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-5);
+#pragma GCC unroll 12
+  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iterations; ++i) {
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) acc[x] = _mm256_dpbusd_avx_epi32(acc[x], a, b);
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 12
+  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
+  return SumEpi32(sum);
+}
+DMLSERVE_ISA_END
+
+// Runs chains(kChainIterations) on every pool thread once per iteration and
+// reports GOP/s, macs_per_iteration multiply-adds per chains iteration.
+constexpr int64_t kChainIterations = 1 << 20;
+void RunChainsOnEveryThread(benchmark::State& state, int64_t (*chains)(int64_t),
+                            int64_t macs_per_iteration) {
+  const int threads = ParallelismLevel();
+  for (auto _ : state) {
+    ParallelFor(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) benchmark::DoNotOptimize(chains(kChainIterations));
+    });
+  }
+  state.counters["GOP/s"] = benchmark::Counter(
+      2.0 * macs_per_iteration * kChainIterations * threads * state.iterations() * 1e-9,
+      benchmark::Counter::kIsRate);
+}
 
 void BM_CpuMachineLimit_VpdpbusdPeak(benchmark::State& state) {
   if (!__builtin_cpu_supports("avx512vnni")) {
     state.SkipWithError("unsupported: no AVX-512 VNNI");
     return;
   }
-  constexpr int64_t kIterations = 1 << 20;
-  const int threads = ParallelismLevel();
-  for (auto _ : state) {
-    ParallelFor(threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) benchmark::DoNotOptimize(VnniChains(kIterations));
-    });
-  }
-  state.counters["GOP/s"] =
-      benchmark::Counter(2.0 * 24 * 64 * kIterations * threads * state.iterations() * 1e-9,
-                         benchmark::Counter::kIsRate);
+  RunChainsOnEveryThread(state, &VnniChains, 24 * 64);
 }
 BENCHMARK(BM_CpuMachineLimit_VpdpbusdPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// Every pool thread reads its share of a buffer of state.range(0) MiB, again
-// and again: 16 MiB stays in this machine's 32 MiB L3, 256 MiB comes from
-// memory. GB/s of bytes read.
-void BM_CpuMachineLimit_ReadBandwidth(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx512f")) {
-    state.SkipWithError("unsupported: no AVX-512");
+void BM_CpuMachineLimit_AvxVnniPeak(benchmark::State& state) {
+  if (SupportedCpuIsa() < CpuIsa::kAvx2 || !CpuHasAvxVnni()) {
+    state.SkipWithError("unsupported: no AVX-VNNI");
     return;
   }
+  RunChainsOnEveryThread(state, &AvxVnniChains, 12 * 32);
+}
+BENCHMARK(BM_CpuMachineLimit_AvxVnniPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_CpuMachineLimit_Avx2ExactPeak(benchmark::State& state) {
+  if (SupportedCpuIsa() < CpuIsa::kAvx2) {
+    state.SkipWithError("unsupported: no AVX2");
+    return;
+  }
+  RunChainsOnEveryThread(state, &Avx2ExactChains, 12 * 16);
+}
+BENCHMARK(BM_CpuMachineLimit_Avx2ExactPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_CpuMachineLimit_Avx2SaturatingPeak(benchmark::State& state) {
+  if (SupportedCpuIsa() < CpuIsa::kAvx2) {
+    state.SkipWithError("unsupported: no AVX2");
+    return;
+  }
+  RunChainsOnEveryThread(state, &Avx2SaturatingChains, 12 * 32);
+}
+BENCHMARK(BM_CpuMachineLimit_Avx2SaturatingPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Every pool thread reads its share of a buffer of state.range(0) MiB, again
+// and again: 16 MiB stays in this machine's 32 MiB L3, 256 MiB comes from
+// memory. GB/s of bytes read. With 64-byte loads at the avx512vnni level and
+// 32-byte ones below it (the loads the selected kernels use; the label says
+// which): a narrower load can reach less of L1 or L2, but the L3 and memory
+// rates are the same.
+void BM_CpuMachineLimit_ReadBandwidth(benchmark::State& state) {
+  const CpuIsa isa = SelectedCpuIsa();
+  if (isa < CpuIsa::kAvx2) {
+    state.SkipWithError("unsupported: no AVX2");
+    return;
+  }
+  int64_t (*const read_all)(const uint8_t*, size_t) =
+      isa >= CpuIsa::kAvx512Vnni ? &ReadAll512 : &ReadAll256;
+  state.SetLabel(isa >= CpuIsa::kAvx512Vnni ? "64-byte loads" : "32-byte loads");
   const size_t bytes = static_cast<size_t>(state.range(0)) << 20;
   const std::vector<uint8_t> buffer(bytes, 1);  // written once: every page present
   const int threads = ParallelismLevel();
@@ -95,7 +271,7 @@ void BM_CpuMachineLimit_ReadBandwidth(benchmark::State& state) {
   for (auto _ : state) {
     ParallelFor(threads, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        benchmark::DoNotOptimize(ReadAll(buffer.data() + t * share, share));
+        benchmark::DoNotOptimize(read_all(buffer.data() + t * share, share));
       }
     });
   }
@@ -118,7 +294,7 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int
     return;
   }
   constexpr size_t kQuads = 64;
-  const size_t lda = kQuads * 4;
+  const size_t lda = kQuads * QGemmAQuadBytes(*kernel);  // int16 values for a wide-A kernel
   const size_t strip_stride = kQuads * kQGemmQuadBytes;
   std::vector<uint8_t> a(kernel->mr * lda, 7);
   std::vector<int8_t> b(kernel->max_strips * strip_stride, -3);
@@ -160,6 +336,7 @@ BENCHMARK_CAPTURE(BM_CpuQGemmUkernelNarrow, avx512vnni, Avx512VnniQGemmUkernel()
 
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, generic, GenericQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2, Avx2QGemmUkernel());
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2_b7, Avx2SevenBitQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avxvnni, AvxVnniQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni, Avx512VnniQGemmUkernel());
 // One strip (N <= 16): a broadcast per multiply.

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""The int8 matrix multiply on one forced ISA path, against the machine's limits for that path,
+measured in the same run, and (optionally) against an older dmlserve_bench and oneDNN pinned to the
+same ISA. Prints a markdown table. Not run by CI; see docs/benchmarks.md.
+
+  /usr/bin/python3 bench/cpu_isa_report.py --isa=avx2 [--bench=build/bench/dmlserve_bench]
+      [--baseline=OLD/dmlserve_bench] [--onednn=build/bench/dmlserve_onednn_bench]
+      [--rounds=3] [--filter=REGEX] [--min_time=0.4]
+
+This machine's readings drift (a probe once moved 2x within minutes), so the limits are measured
+between the cases in every round, and each figure keeps its best reading of all rounds. Each case's
+limit is the one that binds it: the ISA's multiply step (for a 7-bit-weight case the saturating
+step, which its kernel uses) or, for few rows, reading B from memory once (2 operations per byte
+of B per row).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+# The ISA's multiply-step probe (BM_CpuMachineLimit_*) and, for AVX2, the saturating one.
+STEP = {
+    'avx2': 'Avx2ExactPeak',
+    'avxvnni': 'AvxVnniPeak',
+    'avx512vnni': 'VpdpbusdPeak',
+}
+# oneDNN's name for the same ISA (ONEDNN_MAX_CPU_ISA).
+ONEDNN_ISA = {'avx2': 'AVX2', 'avxvnni': 'AVX2_VNNI', 'avx512vnni': 'AVX512_CORE_VNNI'}
+
+DEFAULT_FILTER = ('u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|'
+                  'u8s8_b7_256x4096x4096_registered_b|u8s8_b7_256x4096x4096/|'
+                  'u8s8_per_column_256x4096x4096_registered_b|u8u8_256x4096x4096_registered_b|'
+                  's8s8_256x4096x4096_registered_b|u8s8_1024x1024x1024_registered_b|'
+                  'u8s8_16x4096x4096_registered_b|u8s8_1x4096x4096_registered_b|u8s8_1x4096x4096/|'
+                  'u8s8_odd_255x4001x4095_registered_b|u8s8_odd_4096x4093x15_registered_b')
+
+
+def run(binary, benchmark_filter, env, min_time):
+  """Runs a Google Benchmark binary; returns {name: counters} of its non-skipped results."""
+  out = subprocess.run(
+      [binary, f'--benchmark_filter={benchmark_filter}', f'--benchmark_min_time={min_time}',
+       '--benchmark_format=json'],
+      env={**os.environ, **env}, capture_output=True, text=True, check=False)
+  if out.returncode != 0:
+    sys.exit(f'{binary} failed ({out.returncode}): {out.stderr[-2000:]}')
+  results = {}
+  for b in json.loads(out.stdout)['benchmarks']:
+    if b.get('error_occurred'):
+      continue
+    parts = b['name'].split('/')
+    results[(parts[0], parts[1] if len(parts) > 1 else '')] = b
+  return results
+
+
+def best(table, key, value):
+  if value is not None and value > table.get(key, 0):
+    table[key] = value
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--isa', required=True, choices=sorted(STEP))
+  parser.add_argument('--bench', default='build/bench/dmlserve_bench')
+  parser.add_argument('--baseline')
+  parser.add_argument('--onednn')
+  parser.add_argument('--rounds', type=int, default=3)
+  parser.add_argument('--filter', default=DEFAULT_FILTER)
+  parser.add_argument('--min_time', default='0.4')
+  args = parser.parse_args()
+  env = {'DMLSERVE_CPU_ISA': args.isa}
+  limits, ours, base, onednn = {}, {}, {}, {}
+  wrong = set()  # cases oneDNN computed wrongly (timed anyway)
+  limit_filter = f'MachineLimit_({STEP[args.isa]}|Avx2SaturatingPeak|ReadBandwidth/256)'
+  case_filter = f'BM_CpuQGemm/({args.filter})'
+  for _ in range(args.rounds):
+    for (name, _), b in run(args.bench, limit_filter, env, args.min_time).items():
+      best(limits, name, b.get('GOP/s', b.get('GB/s')))
+    for binary, table in ((args.bench, ours), (args.baseline, base)):
+      if binary:
+        for (_, name), b in run(binary, case_filter, env, args.min_time).items():
+          best(table, name, b.get('GOP/s'))
+    if args.onednn:
+      for (_, name), b in run(args.onednn, f'BM_OneDnnQGemm/({args.filter})',
+                              {'ONEDNN_MAX_CPU_ISA': ONEDNN_ISA[args.isa],
+                               'DMLSERVE_ONEDNN_TIME_WRONG': '1'}, args.min_time).items():
+        best(onednn, name, b.get('GOP/s'))
+        if b.get('wrong_output'):
+          wrong.add(name)
+  step = limits.get(f'BM_CpuMachineLimit_{STEP[args.isa]}')
+  saturating = limits.get('BM_CpuMachineLimit_Avx2SaturatingPeak')
+  memory = limits.get('BM_CpuMachineLimit_ReadBandwidth')
+  print(f'ISA path: {args.isa} (DMLSERVE_CPU_ISA={args.isa}); best of {args.rounds} rounds\n')
+  print(f'Limits: multiply step {STEP[args.isa]} {step or 0:.0f} GOP/s'
+        + (f', saturating step {saturating:.0f} GOP/s' if saturating and args.isa == 'avx2' else '')
+        + (f', memory read {memory:.1f} GB/s' if memory else '') + '\n')
+  header = '| case | dmlserve GOP/s |'
+  rule = '|---|---:|'
+  if args.baseline:
+    header += ' before GOP/s | after/before |'
+    rule += '---:|---:|'
+  if args.onednn:
+    header += f' oneDNN ({ONEDNN_ISA[args.isa]}) GOP/s | dmlserve/oneDNN |'
+    rule += '---:|---:|'
+  header += ' binding limit | of limit |'
+  rule += '---|---:|'
+  print(header)
+  print(rule)
+  for name in sorted(ours, key=lambda n: list(ours).index(n)):
+    value = ours[name]
+    row = f'| {name} | {value:.0f} |'
+    if args.baseline:
+      before = base.get(name)
+      row += f' {before:.0f} | {value / before:.2f}x |' if before else ' - | - |'
+    if args.onednn:
+      other = onednn.get(name)
+      mark = ' (wrong output)' if name in wrong else ''
+      row += f' {other:.0f}{mark} | {value / other:.2f}x |' if other else ' - | - |'
+    m = int(re.search(r'_(\d+)x\d+x\d+', name).group(1))
+    seven_bit = '_b7_' in name and args.isa == 'avx2'
+    compute = saturating if seven_bit else step
+    label = 'saturating step' if seven_bit else 'multiply step'
+    limit = compute
+    if memory and compute and 2 * m * memory < compute:
+      limit, label = 2 * m * memory, 'memory (B once)'
+    row += f' {label} | {value / limit:.0%} |' if limit else ' - | - |'
+    print(row)
+
+
+if __name__ == '__main__':
+  main()
