@@ -79,6 +79,10 @@ struct QGemmUkernel {
   // [-64, 63] (7-bit weights), used instead of this one for such a B; null
   // where the ISA needs none. Not exact on other B: never selected alone.
   const QGemmUkernel* seven_bit_b = nullptr;
+  // The kernel for products of one strip (N <= 16), where this one's A
+  // layout costs more than it saves (see qgemm_ukernel_avx2.cc); null: this
+  // one. Exact on every input.
+  const QGemmUkernel* one_strip = nullptr;
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).

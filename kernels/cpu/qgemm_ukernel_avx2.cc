@@ -25,7 +25,8 @@
 // One or two rows (a GEMV) take the whole strip in one pass instead.
 //
 // Where B's values fit 7 bits, vpmaddubsw cannot saturate and the faster
-// qgemm_ukernel_avx2_b7.cc runs instead (seven_bit_b below).
+// qgemm_ukernel_avx2_b7.cc runs instead (seven_bit_b below); products of one
+// strip (N <= 16) take OneStripKernel below, which reads A as bytes.
 
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +81,24 @@ DMLSERVE_ALWAYS_INLINE void HalfStrip(size_t quads, const uint8_t* a, size_t lda
   }
 }
 
+// Folds acc[4 * i + g] (columns 4g..4g+3 of row i, two partial sums each)
+// into c[i * ldc + 0..15].
+template <int kRows>
+DMLSERVE_ALWAYS_INLINE void StoreWholeStrip(const __m256i* acc, int32_t* c, size_t ldc,
+                                            bool accumulate) {
+#pragma GCC unroll 2
+  for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i pairs = _mm256_hadd_epi32(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+      __m256i value = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
+      __m256i* out = reinterpret_cast<__m256i*>(c + i * ldc + 8 * h);
+      if (accumulate) value = _mm256_add_epi32(value, _mm256_loadu_si256(out));
+      _mm256_storeu_si256(out, value);
+    }
+  }
+}
+
 // The whole strip in one pass, for 1 or 2 rows (16 accumulators would not
 // fit beyond that). With so few rows B's bytes bound the time, and two
 // half-strip passes would each touch every cache line of the strip: from
@@ -110,17 +129,7 @@ DMLSERVE_ALWAYS_INLINE void WholeStrip(size_t quads, const uint8_t* a, size_t ld
       }
     }
   }
-#pragma GCC unroll 2
-  for (int i = 0; i < kRows; ++i) {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i pairs = _mm256_hadd_epi32(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
-      __m256i value = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
-      __m256i* out = reinterpret_cast<__m256i*>(c + i * ldc + 8 * h);
-      if (accumulate) value = _mm256_add_epi32(value, _mm256_loadu_si256(out));
-      _mm256_storeu_si256(out, value);
-    }
-  }
+  StoreWholeStrip<kRows>(acc, c, ldc, accumulate);
 }
 
 template <int kRows>
@@ -131,6 +140,49 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
   } else {
     HalfStrip<kRows>(quads, a, lda, b, c, ldc, accumulate);
     HalfStrip<kRows>(quads, a, lda, b + 32, c + 8, ldc, accumulate);
+  }
+}
+
+// The one-strip kernel (N <= 16): A read as bytes, in place, both operands
+// widened in registers. With one strip, A is read for 16 columns only, and
+// widening it to int16 first (a copy twice A's size, read twice by the
+// half-strip passes) cost more than the multiplies: 2 rows x 16 columns,
+// the row quads zero-extended (vpmovzxbw) and broadcast per quad.
+template <int kRows>
+void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t* c,
+                    size_t ldc, bool accumulate) {
+  __m256i acc[4 * kRows];
+#pragma GCC unroll 8
+  for (int x = 0; x < 4 * kRows; ++x) acc[x] = _mm256_setzero_si256();
+  for (size_t q = 0; q < quads; ++q) {
+    const int8_t* quad = b + q * kQGemmQuadBytes;
+    __m256i columns[4];
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      columns[g] =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quad + 16 * g)));
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < kRows; ++i) {
+      int32_t value;
+      std::memcpy(&value, a + i * lda + q * 4, 4);
+      const __m256i row = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(value)));
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        acc[4 * i + g] = _mm256_add_epi32(acc[4 * i + g], _mm256_madd_epi16(row, columns[g]));
+      }
+    }
+  }
+  StoreWholeStrip<kRows>(acc, c, ldc, accumulate);
+}
+
+void Avx2OneStripKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
+                        size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
+                        bool accumulate) {
+  if (rows == 1) {
+    OneStripKernel<1>(quads, a, lda, b, c, ldc, accumulate);
+  } else {
+    OneStripKernel<2>(quads, a, lda, b, c, ldc, accumulate);
   }
 }
 
@@ -161,10 +213,13 @@ DMLSERVE_ISA_END
 namespace dmlserve {
 
 const QGemmUkernel* Avx2QGemmUkernel() {
+  static const QGemmUkernel one_strip = {"avx2_one_strip", CpuIsa::kAvx2, 2, 1,
+                                         &Avx2OneStripKernel};
   static const QGemmUkernel kernel = [] {
     QGemmUkernel k = {"avx2", CpuIsa::kAvx2, kMr, 1, &Avx2Kernel};
     k.wide_a = true;
     k.seven_bit_b = Avx2SevenBitQGemmUkernel();
+    k.one_strip = &one_strip;
     return k;
   }();
   return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;

@@ -390,7 +390,8 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
   const QGemmUkernel& kernel =
       packed != nullptr && packed->seven_bit && selected.seven_bit_b != nullptr
           ? *selected.seven_bit_b
-          : selected;
+      : n <= kQGemmStripColumns && selected.one_strip != nullptr ? *selected.one_strip
+                                                                 : selected;
   const size_t quads = (k + 3) / 4;
   AlignedBytes narrow_panel;
   if (narrow) {

@@ -56,8 +56,9 @@ std::vector<uint8_t> AsKernelA(const QGemmUkernel& kernel, const std::vector<uin
   return wide;
 }
 
-// The SIMD micro-kernels, each seven_bit_b kernel paired with the range of B
-// values it is exact on (the others take every int8).
+// The SIMD micro-kernels and their one_strip and seven_bit_b kernels, each
+// paired with the range of B values it is exact on (only seven_bit_b
+// kernels are limited).
 struct KernelUnderTest {
   const QGemmUkernel* kernel;
   int b_low, b_high;
@@ -67,6 +68,7 @@ std::vector<KernelUnderTest> SimdKernelsWithRanges() {
   for (const QGemmUkernel* kernel : SimdUkernels()) {
     kernels.push_back({kernel, -128, 127});
     if (kernel->seven_bit_b != nullptr) kernels.push_back({kernel->seven_bit_b, -64, 63});
+    if (kernel->one_strip != nullptr) kernels.push_back({kernel->one_strip, -128, 127});
   }
   return kernels;
 }
