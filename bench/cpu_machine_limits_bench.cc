@@ -27,6 +27,7 @@
 // is computed once, and the loop is left with only the adds.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -301,6 +302,11 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int
   if (strips == 0) strips = kernel->max_strips;
   const size_t ldc = strips * kQGemmStripColumns;
   std::vector<int32_t> c(kernel->mr * ldc);
+  if (kernel->repack_b != nullptr) {  // B as the kernel reads it
+    std::vector<int8_t> repacked(kQuads * kernel->repacked_quad_bytes);
+    kernel->repack_b(b.data(), kQuads, repacked.data());
+    b = std::move(repacked);
+  }
   for (auto _ : state) {
     kernel->fn(kQuads, a.data(), lda, kernel->mr, b.data(), strip_stride, strips, c.data(), ldc,
                false);
@@ -337,6 +343,7 @@ BENCHMARK_CAPTURE(BM_CpuQGemmUkernelNarrow, avx512vnni, Avx512VnniQGemmUkernel()
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, generic, GenericQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2, Avx2QGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2_b7, Avx2SevenBitQGemmUkernel());
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2_wide_b, Avx2WideBQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avxvnni, AvxVnniQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni, Avx512VnniQGemmUkernel());
 // One strip (N <= 16): a broadcast per multiply.

@@ -62,6 +62,10 @@ using QGemmNarrowPackFn = void (*)(const int8_t* strip, size_t quads, int8_t* ou
 using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
                                const int8_t* panel, int32_t* c, size_t ldc, bool accumulate);
 
+// Rearranges `quads` quads of one strip (strip layout) into a kernel's own
+// layout of B (QGemmUkernel::repack_b), repacked_quad_bytes per quad.
+using QGemmStripRepackFn = void (*)(const int8_t* strip, size_t quads, int8_t* out);
+
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
 struct QGemmUkernel {
@@ -83,6 +87,14 @@ struct QGemmUkernel {
   // layout costs more than it saves (see qgemm_ukernel_avx2.cc); null: this
   // one. Exact on every input.
   const QGemmUkernel* one_strip = nullptr;
+  // The kernel for products of many rows, where repacking B per task (below)
+  // pays for itself; null: this one. Exact on every input.
+  const QGemmUkernel* many_rows = nullptr;
+  // Non-null: fn reads B not in the strip layout but as repack_b leaves it,
+  // one strip (max_strips is 1) of repacked_quad_bytes per quad; the driver
+  // repacks each strip of a depth block once per task.
+  QGemmStripRepackFn repack_b = nullptr;
+  size_t repacked_quad_bytes = 0;
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).
@@ -91,8 +103,10 @@ inline size_t QGemmAQuadBytes(const QGemmUkernel& kernel) { return kernel.wide_a
 // Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.
 const QGemmUkernel* GenericQGemmUkernel();
 const QGemmUkernel* Avx2QGemmUkernel();
-// Avx2QGemmUkernel()->seven_bit_b (for tests and benchmarks).
+// Avx2QGemmUkernel()->seven_bit_b and ->many_rows (for tests and
+// benchmarks).
 const QGemmUkernel* Avx2SevenBitQGemmUkernel();
+const QGemmUkernel* Avx2WideBQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
 

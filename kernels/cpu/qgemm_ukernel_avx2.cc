@@ -26,7 +26,8 @@
 //
 // Where B's values fit 7 bits, vpmaddubsw cannot saturate and the faster
 // qgemm_ukernel_avx2_b7.cc runs instead (seven_bit_b below); products of one
-// strip (N <= 16) take OneStripKernel below, which reads A as bytes.
+// strip (N <= 16) take OneStripKernel below, which reads A as bytes; and
+// products of many rows qgemm_ukernel_avx2_wide_b.cc, which repacks B.
 
 #include <cstddef>
 #include <cstdint>
@@ -220,6 +221,7 @@ const QGemmUkernel* Avx2QGemmUkernel() {
     k.wide_a = true;
     k.seven_bit_b = Avx2SevenBitQGemmUkernel();
     k.one_strip = &one_strip;
+    k.many_rows = Avx2WideBQGemmUkernel();
     return k;
   }();
   return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;

@@ -94,7 +94,8 @@ class Scratch {
 };
 
 struct TaskScratch {
-  Scratch tile, b_panel, row_sums, column_sums, corrections, column_offsets, multipliers;
+  Scratch tile, b_panel, repacked_b, row_sums, column_sums, corrections, column_offsets,
+      multipliers;
 };
 
 // The scratch of a running task, lent from a process-wide free list and
@@ -295,12 +296,18 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     // L1/L2 while every row block of the task passes over it.
     for (size_t s = 0; s < strips; s += kernel.max_strips) {
       const int group = static_cast<int>(std::min<size_t>(kernel.max_strips, strips - s));
+      const int8_t* micro_panel = panel + s * strip_stride;
+      if (kernel.repack_b != nullptr) {  // one strip per call (see qgemm_ukernel.h)
+        int8_t* repacked = scratch.repacked_b.Get<int8_t>(quads * kernel.repacked_quad_bytes);
+        kernel.repack_b(micro_panel, quads, repacked);
+        micro_panel = repacked;
+      }
       for (size_t block = 0; block < blocks; ++block) {
         const size_t first = block * kernel.mr;
         const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
         kernel.fn(quads, a.rows(row0 + first) + q0 * QGemmAQuadBytes(kernel), a.stride, block_rows,
-                  panel + s * strip_stride, strip_stride, group,
-                  tile + first * ldc + s * kQGemmStripColumns, ldc, q0 > 0);
+                  micro_panel, strip_stride, group, tile + first * ldc + s * kQGemmStripColumns,
+                  ldc, q0 > 0);
       }
     }
   }
@@ -354,6 +361,24 @@ void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n
                size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
                size_t panel_rows, PackedA& a);
 
+// Rows from which the many_rows kernel (which repacks B per task) is used.
+constexpr uint64_t kManyRows = 24;
+
+// The micro-kernel for one product, from the selected ISA level's: its
+// seven_bit_b kernel when B was packed whole and its values fit 7 bits (a
+// streamed B is not scanned ahead: it is multiplied by few rows, where B's
+// bytes, not the multiplies, bound the time), else its one_strip kernel for
+// N <= 16, else its many_rows kernel for many rows, else itself.
+const QGemmUkernel& ChooseKernel(const QGemmUkernel& selected, const PackedB* packed, size_t n,
+                                 uint64_t rows) {
+  if (packed != nullptr && packed->seven_bit && selected.seven_bit_b != nullptr) {
+    return *selected.seven_bit_b;
+  }
+  if (n <= kQGemmStripColumns && selected.one_strip != nullptr) return *selected.one_strip;
+  if (rows >= kManyRows && selected.many_rows != nullptr) return *selected.many_rows;
+  return selected;
+}
+
 // out = requantize((A - za) x (B - zb)) for every row of `list`, with B slice
 // `slice` of `op` (packed whole, from `cache` when it is registered). Rows
 // are made a chunk at a time; before each chunk `stop` may abandon the rest
@@ -383,15 +408,7 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
-  // A B packed whole says whether its values fit 7 bits, where the ISA may
-  // have a faster kernel (AVX2's vpmaddubsw one). Streamed B is not scanned
-  // ahead: it is multiplied by few rows, where B's bytes, not the multiplies,
-  // bound the time.
-  const QGemmUkernel& kernel =
-      packed != nullptr && packed->seven_bit && selected.seven_bit_b != nullptr
-          ? *selected.seven_bit_b
-      : n <= kQGemmStripColumns && selected.one_strip != nullptr ? *selected.one_strip
-                                                                 : selected;
+  const QGemmUkernel& kernel = ChooseKernel(selected, packed.get(), n, total_rows);
   const size_t quads = (k + 3) / 4;
   AlignedBytes narrow_panel;
   if (narrow) {
