@@ -35,6 +35,7 @@ namespace {
 
 constexpr int kMr = 6;
 constexpr size_t kPairQuadBytes = 2 * kQGemmQuadBytes;  // a quad as int16 pairs
+constexpr size_t kRepackPrefetchQuads = 16;
 
 // `quads` quads of one strip (int8 layout) into int16 pairs.
 void RepackStrip(const int8_t* strip, size_t quads, int8_t* out) {
@@ -45,6 +46,11 @@ void RepackStrip(const int8_t* strip, size_t quads, int8_t* out) {
   for (size_t q = 0; q < quads; ++q) {
     const int8_t* quad = strip + q * kQGemmQuadBytes;
     int8_t* pairs = out + q * kPairQuadBytes;
+    // The strip usually comes from L3 or memory (the task's first touch of
+    // it), a line per quad, with nothing else to overlap the misses with:
+    // ask for lines well ahead (a hint; past the strip it is harmless).
+    _mm_prefetch(reinterpret_cast<const char*>(quad + kRepackPrefetchQuads * kQGemmQuadBytes),
+                 _MM_HINT_T0);
     for (int h = 0; h < 2; ++h) {  // columns 8h..8h+7
       const __m256i bytes = _mm256_shuffle_epi8(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quad + 32 * h)), gather);
