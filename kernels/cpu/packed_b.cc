@@ -275,7 +275,8 @@ AlignedBytes AllocateAligned(size_t bytes) {
 }
 
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     CpuIsa isa) {
+                                     const QGemmUkernel& kernel) {
+  const CpuIsa isa = kernel.isa;
   auto packed = std::make_shared<PackedB>();
   const BSource b = BSource::Of(op, slice);
   packed->k = b.k;
@@ -305,6 +306,21 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
     }
   });
   packed->seven_bit = !wide_values.load(std::memory_order_relaxed);
+  const QGemmUkernel& many_rows =
+      ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, kQGemmManyRows);
+  if (many_rows.repack_b != nullptr) {
+    packed->repacked_by = many_rows.repack_b;
+    packed->repacked_quad_bytes = many_rows.repacked_quad_bytes;
+    packed->repacked = AllocateAligned(packed->strips * packed->repacked_strip_stride());
+    ParallelFor(
+        static_cast<int64_t>(packed->strips),
+        std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * 16)), [&](int64_t first, int64_t last) {
+          for (int64_t s = first; s < last; ++s) {
+            many_rows.repack_b(packed->strip(s), packed->quads,
+                               packed->repacked.get() + s * packed->repacked_strip_stride());
+          }
+        });
+  }
   packed->corrections.resize(b.n);
   for (size_t j = 0; j < b.n; ++j) {
     // Wrapping arithmetic: only the final sum of all terms must fit.
@@ -316,8 +332,8 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
 }
 
 std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                                 CpuIsa isa) {
-  if (op.b.registered_id().empty()) return PackB(op, slice, isa);
+                                                 const QGemmUkernel& kernel) {
+  if (op.b.registered_id().empty()) return PackB(op, slice, kernel);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {
     return tensor.present() ? absl::string_view(*tensor.bytes) : absl::string_view();
@@ -342,7 +358,7 @@ std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation&
   }
   // Packed outside the lock; two threads may race to pack the same slice,
   // which only wastes work.
-  std::shared_ptr<const PackedB> packed = PackB(op, slice, isa);
+  std::shared_ptr<const PackedB> packed = PackB(op, slice, kernel);
   std::lock_guard<std::mutex> lock(mutex_);
   if (by_key_.count(key) == 0 && packed->byte_size() <= capacity_bytes_) {
     entries_.push_front(Entry{key, op.b.registered_id(), op.b.bytes, packed});

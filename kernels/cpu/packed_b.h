@@ -86,20 +86,32 @@ struct PackedB {
   // Every value of B' (padding included) lies in [-64, 63]: a micro-kernel's
   // seven_bit_b kernel is exact on it (see qgemm_ukernel.h).
   bool seven_bit = false;
+  // B' as repacked_by (the repack_b of the kernel that will read it, see
+  // PackB) leaves it: every strip, repacked_strip_stride() bytes each.
+  // Null when no kernel reads B repacked.
+  QGemmStripRepackFn repacked_by = nullptr;
+  size_t repacked_quad_bytes = 0;
+  AlignedBytes repacked;
 
   // One cache line more than the strip: the strips a micro-kernel reads
   // together would otherwise (with power-of-two K) all map to the same L1
   // set and evict one another.
   size_t strip_stride() const { return (quads + 1) * kQGemmQuadBytes; }
   const int8_t* strip(size_t s) const { return values.get() + s * strip_stride(); }
+  size_t repacked_strip_stride() const { return quads * repacked_quad_bytes; }
   size_t byte_size() const {
-    return strips * strip_stride() + n * (2 * sizeof(int32_t) + sizeof(float));
+    return strips * (strip_stride() + repacked_strip_stride()) +
+           n * (2 * sizeof(int32_t) + sizeof(float));
   }
 };
 
-// Packs slice `slice` of op's B (in parallel on the ParallelFor pool).
+// Packs slice `slice` of op's B (in parallel on the ParallelFor pool) with
+// the packer of `kernel`'s ISA. When the kernel that would multiply it by many
+// rows (ChooseQGemmUkernel) reads B repacked, it is repacked too, once, here:
+// a registered B then costs that kernel nothing per call (and takes that
+// much more memory: 2x for AVX2's int16 pairs).
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     CpuIsa isa);
+                                     const QGemmUkernel& kernel);
 
 // Packed copies of registered B tensors, keyed by registered id, slice, scales
 // and zero points, least recently used first out once over `capacity_bytes`.
@@ -111,7 +123,7 @@ class PackedBCache {
   // The packed slice, from the cache when op.b is registered (and packed
   // before), freshly packed (and remembered) otherwise.
   std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     CpuIsa isa);
+                                     const QGemmUkernel& kernel);
 
   bool Contains(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);

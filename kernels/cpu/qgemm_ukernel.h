@@ -114,6 +114,18 @@ const QGemmUkernel* Avx512VnniQGemmUkernel();
 // kernels, exact only on some B, are not among them).
 std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
 
+// Rows from which a kernel's many_rows kernel (which reads B repacked) runs.
+inline constexpr uint64_t kQGemmManyRows = 24;
+
+// The micro-kernel for one product of `rows` rows and `n` columns, from the
+// selected ISA level's: its seven_bit_b kernel when B was packed whole and
+// its values fit 7 bits (PackedB::seven_bit; a streamed B is not scanned
+// ahead: it is multiplied by few rows, where B's bytes, not the multiplies,
+// bound the time), else its one_strip kernel for N <= 16, else its many_rows
+// kernel for many rows, else itself.
+const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
+                                       size_t n, uint64_t rows);
+
 // The fastest available micro-kernel at or below SelectedCpuIsa() (which
 // DMLSERVE_CPU_ISA caps; see cpu_features.h).
 const QGemmUkernel& SelectedQGemmUkernel();

@@ -25,6 +25,14 @@ const std::vector<const QGemmUkernel*>& Kernels() {
 
 std::vector<const QGemmUkernel*> AvailableQGemmUkernels() { return Kernels(); }
 
+const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
+                                       size_t n, uint64_t rows) {
+  if (b_fits_seven_bits && selected.seven_bit_b != nullptr) return *selected.seven_bit_b;
+  if (n <= kQGemmStripColumns && selected.one_strip != nullptr) return *selected.one_strip;
+  if (rows >= kQGemmManyRows && selected.many_rows != nullptr) return *selected.many_rows;
+  return selected;
+}
+
 const QGemmUkernel& SelectedQGemmUkernel() {
   // The level may change (DMLSERVE_CPU_ISA, tests), the kernels do not.
   const CpuIsa level = SelectedCpuIsa();

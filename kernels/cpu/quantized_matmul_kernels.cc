@@ -158,6 +158,10 @@ struct BOperand {
   // With one strip, the packed strip rearranged for the narrow path (every
   // quad, depth blocks at their quad offsets), else null.
   const int8_t* narrow = nullptr;
+  // The whole B repacked for the kernel's repack_b, when PackB did it (strip
+  // s at s * repacked_strip_stride), else null: each task repacks its own.
+  const int8_t* repacked = nullptr;
+  size_t repacked_strip_stride = 0;
 };
 
 // Appends rows [m_begin, m_end) of A slice `a_slice` of `op`, writing to
@@ -297,7 +301,10 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     for (size_t s = 0; s < strips; s += kernel.max_strips) {
       const int group = static_cast<int>(std::min<size_t>(kernel.max_strips, strips - s));
       const int8_t* micro_panel = panel + s * strip_stride;
-      if (kernel.repack_b != nullptr) {  // one strip per call (see qgemm_ukernel.h)
+      if (b.repacked != nullptr) {  // one strip per call (see qgemm_ukernel.h)
+        micro_panel =
+            b.repacked + (strip0 + s) * b.repacked_strip_stride + q0 * kernel.repacked_quad_bytes;
+      } else if (kernel.repack_b != nullptr) {
         int8_t* repacked = scratch.repacked_b.Get<int8_t>(quads * kernel.repacked_quad_bytes);
         kernel.repack_b(micro_panel, quads, repacked);
         micro_panel = repacked;
@@ -361,24 +368,6 @@ void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n
                size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
                size_t panel_rows, PackedA& a);
 
-// Rows from which the many_rows kernel (which repacks B per task) is used.
-constexpr uint64_t kManyRows = 24;
-
-// The micro-kernel for one product, from the selected ISA level's: its
-// seven_bit_b kernel when B was packed whole and its values fit 7 bits (a
-// streamed B is not scanned ahead: it is multiplied by few rows, where B's
-// bytes, not the multiplies, bound the time), else its one_strip kernel for
-// N <= 16, else its many_rows kernel for many rows, else itself.
-const QGemmUkernel& ChooseKernel(const QGemmUkernel& selected, const PackedB* packed, size_t n,
-                                 uint64_t rows) {
-  if (packed != nullptr && packed->seven_bit && selected.seven_bit_b != nullptr) {
-    return *selected.seven_bit_b;
-  }
-  if (n <= kQGemmStripColumns && selected.one_strip != nullptr) return *selected.one_strip;
-  if (rows >= kManyRows && selected.many_rows != nullptr) return *selected.many_rows;
-  return selected;
-}
-
 // out = requantize((A - za) x (B - zb)) for every row of `list`, with B slice
 // `slice` of `op` (packed whole, from `cache` when it is registered). Rows
 // are made a chunk at a time; before each chunk `stop` may abandon the rest
@@ -403,12 +392,17 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
     columns = BColumns::Of(op);
     b.columns = &columns;
   } else {
-    packed =
-        cache != nullptr ? cache->Get(op, slice, selected.isa) : PackB(op, slice, selected.isa);
+    packed = cache != nullptr ? cache->Get(op, slice, selected) : PackB(op, slice, selected);
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
-  const QGemmUkernel& kernel = ChooseKernel(selected, packed.get(), n, total_rows);
+  const QGemmUkernel& kernel =
+      ChooseQGemmUkernel(selected, packed != nullptr && packed->seven_bit, n, total_rows);
+  // A B packed whole was repacked for this kernel with it (see PackB).
+  if (packed != nullptr && kernel.repack_b != nullptr && packed->repacked_by == kernel.repack_b) {
+    b.repacked = packed->repacked.get();
+    b.repacked_strip_stride = packed->repacked_strip_stride();
+  }
   const size_t quads = (k + 3) / 4;
   AlignedBytes narrow_panel;
   if (narrow) {

@@ -433,15 +433,36 @@ class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
   }
 };
 
-// Tile and block edges in every dimension: M around the micro-kernel rows
+// Tile and block edges in every dimension (and so every kernel a level
+// chooses, see ChooseQGemmUkernel): M around the micro-kernel rows
 // and the 96-row blocks, K around quads and the depth blocks, N around
 // strips, 64-column groups and column blocks; both B paths.
 TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
   std::mt19937_64 rng(13);
   const std::vector<Shape3> shapes = {
-      {1, 1, 1},       {1, 3, 15},    {2, 5, 16},      {5, 4, 17},      {6, 63, 64},   {7, 65, 65},
-      {13, 130, 47},   {1, 2051, 33}, {97, 37, 257},   {100, 2053, 70}, {193, 8, 300}, {3, 4100, 9},
-      {12, 513, 1100}, {40, 1001, 7}, {211, 4099, 16}, {130, 2050, 15}, {17, 67, 1}};
+      {1, 1, 1},
+      {1, 3, 15},
+      {2, 5, 16},
+      {5, 4, 17},
+      {6, 63, 64},
+      {7, 65, 65},
+      {13, 130, 47},
+      {1, 2051, 33},
+      {97, 37, 257},
+      {100, 2053, 70},
+      {193, 8, 300},
+      {3, 4100, 9},
+      {12, 513, 1100},
+      {40, 1001, 7},
+      {211, 4099, 16},
+      {130, 2050, 15},
+      {17, 67, 1},
+      // Many rows (kQGemmManyRows) but few enough to stream B: a many_rows
+      // kernel repacks B in each task instead of in PackB.
+      {50, 2100, 90},
+      // B packed whole and repacked by PackB for a many_rows kernel, over
+      // whole depth blocks (whose offsets a tail of 2 quads hardly tests).
+      {100, 4100, 40}};
   int index = 0;
   for (const Shape3& s : shapes) {
     const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
@@ -602,7 +623,7 @@ TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
       b[66 * 45 + 44] = static_cast<uint8_t>(low + shift);  // both ends present
       b[0] = static_cast<uint8_t>(high + shift);
       for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
-        EXPECT_EQ(PackB(op, 0, kernel->isa)->seven_bit, fits)
+        EXPECT_EQ(PackB(op, 0, *kernel)->seven_bit, fits)
             << kernel->name << " [" << low << ", " << high << "]";
       }
     }
