@@ -288,6 +288,7 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   packed->columns = BColumns::Of(op);
   std::vector<int32_t> sums(packed->strips * kQGemmStripColumns, 0);
   std::atomic<bool> wide_values{false};  // a task saw B' outside [-64, 63]
+  const bool check_seven_bits = kernel.seven_bit_b != nullptr;
   const int64_t tasks = (packed->strips + kStripsPerTask - 1) / kStripsPerTask;
   const int64_t min_tasks = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kStripsPerTask * 16));
   ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
@@ -297,7 +298,10 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
       int8_t* panel = packed->values.get() + strip0 * packed->strip_stride();
       PackBPanel(b, 0, packed->quads, strip0, strips, panel, packed->strip_stride(),
                  sums.data() + strip0 * kQGemmStripColumns, isa);
-      for (size_t s = 0; s < strips; ++s) {
+      // Only a level with a 7-bit kernel pays for the check: a pass over
+      // what was just packed, up to a few percent of a product whose B
+      // comes with the request.
+      for (size_t s = 0; check_seven_bits && s < strips; ++s) {
         // The strip's quads; the line after them (see strip_stride) is unwritten.
         if (!FitsSevenBits(panel + s * packed->strip_stride(), packed->quads * kQGemmQuadBytes)) {
           wide_values.store(true, std::memory_order_relaxed);
@@ -305,7 +309,7 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
       }
     }
   });
-  packed->seven_bit = !wide_values.load(std::memory_order_relaxed);
+  packed->seven_bit = check_seven_bits && !wide_values.load(std::memory_order_relaxed);
   const QGemmUkernel& many_rows =
       ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, kQGemmManyRows);
   if (many_rows.repack_b != nullptr) {

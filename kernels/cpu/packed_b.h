@@ -84,7 +84,8 @@ struct PackedB {
   // quantized_matmul_kernels.cc.
   std::vector<int32_t> corrections;
   // Every value of B' (padding included) lies in [-64, 63]: a micro-kernel's
-  // seven_bit_b kernel is exact on it (see qgemm_ukernel.h).
+  // seven_bit_b kernel is exact on it (see qgemm_ukernel.h). Checked only
+  // when packed for a kernel that has one; false otherwise.
   bool seven_bit = false;
   // B' as repacked_by (the repack_b of the kernel that will read it, see
   // PackB) leaves it: every strip, repacked_strip_stride() bytes each.
