@@ -16,6 +16,11 @@
 # Google Benchmark repetition and for the ONNX Runtime calls), --rounds=N
 # (interleaved rounds per case, default 3; each engine keeps its best).
 #
+# DMLSERVE_CPU_ISA=avx2|avxvnni|avx512vnni (environment) forces dmlserve's
+# path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|... oneDNN's; ONNX
+# Runtime always picks its own, so on a CPU with more than the forced level
+# compare against the level's limits instead (bench/cpu_isa_report.py).
+#
 # onnxruntime-node is installed from npm into a temporary folder, removed at
 # the end; nothing is written into the repository.
 set -euo pipefail
@@ -52,6 +57,7 @@ echo "installing onnxruntime-node@${ort_version} into ${work}" >&2
 (cd "${work}" && npm init -y >/dev/null &&
   npm install --ignore-scripts --no-audit --no-fund --loglevel=error "onnxruntime-node@${ort_version}" >&2)
 
+echo "dmlserve ISA path: ${DMLSERVE_CPU_ISA:-best the CPU has}; oneDNN: ${ONEDNN_MAX_CPU_ISA:-its own choice}" >&2
 node "${repo}/bench/onnxruntime/compare.mjs" \
   --ort_modules="${work}/node_modules" \
   --dmlserve_bench="${dmlserve_bench}" \
