@@ -204,6 +204,10 @@ bool FitsSevenBits(const int8_t* bytes, size_t count) {
   return outside == 0;
 }
 
+// Quads PackB packs (and checks and repacks) at a time: with 16 strips,
+// 128 KiB of packed bytes, which stay in L2 for the passes that follow.
+constexpr size_t kPackChunkQuads = 128;
+
 // Columns packed by one task of PackB: their rows are read 4 x 256 bytes at
 // a time and written to 16 strips, which keeps both sides within a few
 // pages (B rows are often exactly one 4 KiB page apart).
@@ -288,7 +292,18 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   packed->columns = BColumns::Of(op);
   std::vector<int32_t> sums(packed->strips * kQGemmStripColumns, 0);
   std::atomic<bool> wide_values{false};  // a task saw B' outside [-64, 63]
+  // Only a level with a 7-bit kernel pays for the check.
   const bool check_seven_bits = kernel.seven_bit_b != nullptr;
+  // The kernel that will multiply B by many rows, should B not fit 7 bits:
+  // when it reads B repacked, B is repacked here, as it is packed (and the
+  // copy dropped below if B turns out to fit 7 bits after all).
+  const QGemmUkernel& many_rows =
+      ChooseQGemmUkernel(kernel, /*b_fits_seven_bits=*/false, b.n, kQGemmManyRows);
+  if (many_rows.repack_b != nullptr) {
+    packed->repacked_by = many_rows.repack_b;
+    packed->repacked_quad_bytes = many_rows.repacked_quad_bytes;
+    packed->repacked = AllocateAligned(packed->strips * packed->repacked_strip_stride());
+  }
   const int64_t tasks = (packed->strips + kStripsPerTask - 1) / kStripsPerTask;
   const int64_t min_tasks = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kStripsPerTask * 16));
   ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
@@ -296,34 +311,33 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
       const size_t strip0 = task * kStripsPerTask;
       const size_t strips = std::min(kStripsPerTask, packed->strips - strip0);
       int8_t* panel = packed->values.get() + strip0 * packed->strip_stride();
-      PackBPanel(b, 0, packed->quads, strip0, strips, panel, packed->strip_stride(),
-                 sums.data() + strip0 * kQGemmStripColumns, isa);
-      // Only a level with a 7-bit kernel pays for the check: a pass over
-      // what was just packed, up to a few percent of a product whose B
-      // comes with the request.
-      for (size_t s = 0; check_seven_bits && s < strips; ++s) {
-        // The strip's quads; the line after them (see strip_stride) is unwritten.
-        if (!FitsSevenBits(panel + s * packed->strip_stride(), packed->quads * kQGemmQuadBytes)) {
-          wide_values.store(true, std::memory_order_relaxed);
+      // A chunk of quads at a time (its packed bytes, 128 KiB, still in L2)
+      // is checked and repacked right after it is packed: one pass over B
+      // from memory instead of three.
+      for (size_t q0 = 0; q0 < packed->quads; q0 += kPackChunkQuads) {
+        const size_t chunk = std::min(kPackChunkQuads, packed->quads - q0);
+        PackBPanel(b, q0, chunk, strip0, strips, panel + q0 * kQGemmQuadBytes,
+                   packed->strip_stride(), sums.data() + strip0 * kQGemmStripColumns, isa);
+        for (size_t s = 0; s < strips; ++s) {
+          const int8_t* part = panel + s * packed->strip_stride() + q0 * kQGemmQuadBytes;
+          if (check_seven_bits && !FitsSevenBits(part, chunk * kQGemmQuadBytes)) {
+            wide_values.store(true, std::memory_order_relaxed);
+          }
+          if (packed->repacked_by != nullptr) {
+            packed->repacked_by(part, chunk,
+                                packed->repacked.get() +
+                                    (strip0 + s) * packed->repacked_strip_stride() +
+                                    q0 * packed->repacked_quad_bytes);
+          }
         }
       }
     }
   });
   packed->seven_bit = check_seven_bits && !wide_values.load(std::memory_order_relaxed);
-  const QGemmUkernel& many_rows =
-      ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, kQGemmManyRows);
-  if (many_rows.repack_b != nullptr) {
-    packed->repacked_by = many_rows.repack_b;
-    packed->repacked_quad_bytes = many_rows.repacked_quad_bytes;
-    packed->repacked = AllocateAligned(packed->strips * packed->repacked_strip_stride());
-    ParallelFor(
-        static_cast<int64_t>(packed->strips),
-        std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * 16)), [&](int64_t first, int64_t last) {
-          for (int64_t s = first; s < last; ++s) {
-            many_rows.repack_b(packed->strip(s), packed->quads,
-                               packed->repacked.get() + s * packed->repacked_strip_stride());
-          }
-        });
+  if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, kQGemmManyRows) != &many_rows) {
+    packed->repacked_by = nullptr;  // the 7-bit kernel reads the strips themselves
+    packed->repacked_quad_bytes = 0;
+    packed->repacked.reset();
   }
   packed->corrections.resize(b.n);
   for (size_t j = 0; j < b.n; ++j) {
