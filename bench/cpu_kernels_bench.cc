@@ -212,6 +212,12 @@ DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_32x1024x1024_registered_b, kS8, kU8, kS
                          true, true);
 // Odd shapes: tile edges everywhere, K not a multiple of 4, N < 16.
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_255x4001x4095_registered_b, kU8, kS8, kS8, 255, 4001, 4095, true);
+// Odd shapes of real models (LLM projections, awkward tiles), B registered.
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_7x4096x11008_registered_b, kU8, kS8, kS8, 7, 4096, 11008, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_333x1000x777_registered_b, kU8, kS8, kS8, 333, 1000, 777, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_61x2050x3001_registered_b, kU8, kS8, kS8, 61, 2050, 3001, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_128x11008x4096_registered_b, kU8, kS8, kS8, 128, 11008, 4096,
+                         true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_4096x4093x15_registered_b, kU8, kS8, kS8, 4096, 4093, 15, true);
 // The same shape with an A that stays in cache from call to call (1 MiB).
 DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_256x4093x15_registered_b, kU8, kS8, kS8, 256, 4093, 15, true);

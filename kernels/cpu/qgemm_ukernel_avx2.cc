@@ -45,6 +45,9 @@ namespace dmlserve {
 namespace {
 
 constexpr int kMr = 6;
+// With few rows B's bytes bound the time, and a registered B comes from L3 or
+// memory a cache line per quad: ask for lines this far ahead (a hint).
+constexpr size_t kPrefetchQuads = 16;
 
 // Columns 0..7 of `b` (a strip pointer offset to the half) for kRows rows of
 // wide A, into c[i * ldc + 0..7].
@@ -58,6 +61,8 @@ DMLSERVE_ALWAYS_INLINE void HalfStrip(size_t quads, const uint8_t* a, size_t lda
   for (int x = 0; x < 2 * kRows; ++x) acc[x] = _mm256_setzero_si256();
   for (size_t q = 0; q < quads; ++q) {
     const int8_t* quad = b + q * kQGemmQuadBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(quad + kPrefetchQuads * kQGemmQuadBytes),
+                 _MM_HINT_T0);
     const __m256i low =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quad)));
     const __m256i high =
@@ -113,6 +118,8 @@ DMLSERVE_ALWAYS_INLINE void WholeStrip(size_t quads, const uint8_t* a, size_t ld
   for (int x = 0; x < 4 * kRows; ++x) acc[x] = _mm256_setzero_si256();
   for (size_t q = 0; q < quads; ++q) {
     const int8_t* quad = b + q * kQGemmQuadBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(quad + kPrefetchQuads * kQGemmQuadBytes),
+                 _MM_HINT_T0);
     __m256i columns[4];
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
@@ -157,6 +164,8 @@ void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
   for (int x = 0; x < 4 * kRows; ++x) acc[x] = _mm256_setzero_si256();
   for (size_t q = 0; q < quads; ++q) {
     const int8_t* quad = b + q * kQGemmQuadBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(quad + kPrefetchQuads * kQGemmQuadBytes),
+                 _MM_HINT_T0);
     __m256i columns[4];
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
