@@ -31,6 +31,10 @@ import {DataType, encodeModel} from './onnx_model.mjs';
 const MATMUL_CASES = [
   {name: 'u8s8_256x4096x4096_registered_b', a: 'u8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: true},
   {name: 'u8s8_256x4096x4096', a: 'u8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: false},
+  // 7-bit weights (B in [-64, 63], ORT's reduce-range quantization for AVX2): where saturating
+  // vpmaddubsw is exact, so dmlserve's AVX2 level may use it too.
+  {name: 'u8s8_b7_256x4096x4096_registered_b', a: 'u8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: true, sevenBitB: true},
+  {name: 'u8s8_b7_256x4096x4096', a: 'u8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: false, sevenBitB: true},
   {name: 'u8s8_per_column_256x4096x4096_registered_b', a: 'u8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: true, perColumn: true},
   {name: 'u8u8_256x4096x4096_registered_b', a: 'u8', b: 'u8', m: 256, k: 4096, n: 4096, registeredB: true},
   {name: 's8s8_256x4096x4096_registered_b', a: 's8', b: 's8', m: 256, k: 4096, n: 4096, registeredB: true},
@@ -172,6 +176,8 @@ function matmulModel(ort, c, outputType, random) {
   const bType = TYPES[c.b];
   const a = randomInts(c.a, c.m * c.k, random);
   const b = randomInts(c.b, c.k * c.n, random);
+  // Halved (as int8): 7-bit values.
+  if (c.sevenBitB) for (let i = 0; i < b.length; ++i) b[i] = b[i] >> 1;
   const initializers = [
     scalar('a_scale', 'f32', A_SCALE),
     scalar('a_zero_point', c.a, A_ZERO_POINT[c.a]),
