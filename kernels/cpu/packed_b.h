@@ -89,7 +89,7 @@ struct PackedB {
   bool seven_bit = false;
   // B' as repacked_by (the repack_b of the kernel that will read it, see
   // PackB) leaves it: every strip, repacked_strip_stride() bytes each.
-  // Null when no kernel reads B repacked.
+  // Null when no kernel reads B repacked (at AVX2: N <= 16, or B fits 7 bits).
   QGemmStripRepackFn repacked_by = nullptr;
   size_t repacked_quad_bytes = 0;
   AlignedBytes repacked;
@@ -109,8 +109,9 @@ struct PackedB {
 // Packs slice `slice` of op's B (in parallel on the ParallelFor pool) with
 // the packer of `kernel`'s ISA. When the kernel that would multiply it by many
 // rows (ChooseQGemmUkernel) reads B repacked, it is repacked too, once, here:
-// a registered B then costs that kernel nothing per call (and takes that
-// much more memory: 2x for AVX2's int16 pairs).
+// a registered B then costs that kernel nothing per call, and takes that
+// much more memory (AVX2's int16 pairs: 3x B's size in all, counted by
+// byte_size() and so by PackedBCache).
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
                                      const QGemmUkernel& kernel);
 

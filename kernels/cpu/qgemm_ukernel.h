@@ -42,7 +42,9 @@ inline constexpr size_t kQGemmQuadBytes = 4 * kQGemmStripColumns;
 // with u8 a and s8 b, accumulated in int32 (wrapping: the caller's K limit
 // keeps true results in range). With `accumulate` false c is overwritten,
 // otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips; nothing
-// else of c is touched.
+// else of c is touched. That is for byte A and strip-layout B; a wide-A
+// kernel reads A'[i][4q + r] as the int16 at byte i * lda + 2 * (4q + r), and
+// a repack_b kernel reads B as repack_b left it (see QGemmUkernel).
 using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
                                 const int8_t* b, size_t b_strip_stride, int strips, int32_t* c,
                                 size_t ldc, bool accumulate);
@@ -69,10 +71,12 @@ using QGemmStripRepackFn = void (*)(const int8_t* strip, size_t quads, int8_t* o
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
 struct QGemmUkernel {
-  const char* name;  // "generic", "avx2", "avx2_b7", "avxvnni", "avx512vnni"
-  CpuIsa isa;        // the level it needs
-  int mr;            // rows per call
-  int max_strips;    // 16-column strips per call
+  // "generic", "avx2" (with "avx2_one_strip", "avx2_wide_b", "avx2_b7"),
+  // "avxvnni", "avx512vnni".
+  const char* name;
+  CpuIsa isa;      // the level it needs
+  int mr;          // rows per call
+  int max_strips;  // 16-column strips per call
   QGemmUkernelFn fn;
   // Both or neither: null where the ISA has no narrow path.
   QGemmNarrowPackFn narrow_pack = nullptr;
@@ -91,8 +95,9 @@ struct QGemmUkernel {
   // pays for itself; null: this one. Exact on every input.
   const QGemmUkernel* many_rows = nullptr;
   // Non-null: fn reads B not in the strip layout but as repack_b leaves it,
-  // one strip (max_strips is 1) of repacked_quad_bytes per quad; the driver
-  // repacks each strip of a depth block once per task.
+  // one strip (max_strips is 1) of repacked_quad_bytes per quad, and ignores
+  // b_strip_stride and strips. The driver uses PackedB::repacked when PackB
+  // made it, else repacks each strip of a depth block once per task.
   QGemmStripRepackFn repack_b = nullptr;
   size_t repacked_quad_bytes = 0;
 };
@@ -110,8 +115,9 @@ const QGemmUkernel* Avx2WideBQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
 
-// Every micro-kernel this CPU can run, the portable one first (seven_bit_b
-// kernels, exact only on some B, are not among them).
+// Every ISA level's kernel this CPU can run, the portable one first. The
+// kernels a level substitutes for some products (seven_bit_b, exact only on
+// some B; one_strip; many_rows) are not among them.
 std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
 
 // Rows from which a kernel's many_rows kernel (which reads B repacked) runs.

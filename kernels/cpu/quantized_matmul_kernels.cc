@@ -24,7 +24,7 @@ namespace {
 // (kDepthBlock x 64 bytes) stay in the 1-2 MiB L2 while the micro-kernel
 // sweeps the rows, and the int32 results of the block (96 KiB) are
 // requantized straight from L2. kRowBlock is a multiple of every
-// micro-kernel's mr (4, 6), kColumnBlock of every max_strips * 16.
+// micro-kernel's mr (2, 4, 6), kColumnBlock of every max_strips * 16.
 constexpr size_t kRowBlock = 96;
 constexpr size_t kColumnBlock = 256;
 constexpr size_t kDepthBlock = 2048;
@@ -405,7 +405,9 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
   }
   const size_t quads = (k + 3) / 4;
   AlignedBytes narrow_panel;
-  if (narrow) {
+  // The narrow path belongs to the selected kernel; a level that substitutes
+  // another kernel for this product (ChooseQGemmUkernel) has none to offer.
+  if (narrow && kernel.narrow != nullptr) {
     narrow_panel = AllocateAligned(QGemmNarrowPanelBytes(quads));
     kernel.narrow_pack(b.packed->strip(0), quads, reinterpret_cast<int8_t*>(narrow_panel.get()));
     b.narrow = reinterpret_cast<const int8_t*>(narrow_panel.get());

@@ -32,8 +32,10 @@ namespace dmlserve {
 //
 // With a `cache`, registered B tensors are packed once and reused; other B
 // tensors are packed per call (panel by panel inside each task when few rows
-// use them, so no packed copy of the whole B is ever held). `ukernel` forces a
-// micro-kernel (tests); null means SelectedQGemmUkernel().
+// use them, so no packed copy of the whole B is ever held). `ukernel` picks
+// the ISA level's kernel (tests), one of AvailableQGemmUkernels(); null means
+// SelectedQGemmUkernel(). ChooseQGemmUkernel may still substitute one of its
+// kernels for a product (a 7-bit, one-strip or many-rows kernel).
 //
 // Rows are made and packed a chunk at a time, so memory beyond the operands,
 // the outputs and a packed B stays bounded (a few MiB) whatever M is. Between

@@ -484,8 +484,11 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
   for (DataType a_type : {DataType::kUint8, DataType::kInt8}) {
     for (DataType b_type : {DataType::kUint8, DataType::kInt8}) {
       for (DataType output_type : {DataType::kUint8, DataType::kInt8}) {
-        for (auto [negative, n] : {std::pair{false, 17u}, std::pair{true, 17u},
-                                   std::pair{false, 15u}, std::pair{true, 15u}}) {
+        // 17 columns take the strip path, 15 the narrow one; 24 rows (kQGemmManyRows) a level's
+        // many-rows kernel (AVX2: B repacked into int16 pairs).
+        for (auto [negative, n, m] :
+             {std::tuple{false, 17u, 3u}, std::tuple{true, 17u, 3u}, std::tuple{false, 15u, 3u},
+              std::tuple{true, 15u, 3u}, std::tuple{false, 17u, 24u}, std::tuple{true, 17u, 24u}}) {
           // (a - za) and (b - zb) of magnitude 255 each, sign by `negative`.
           const bool a_signed = a_type == DataType::kInt8, b_signed = b_type == DataType::kInt8;
           const uint8_t a_high = a_signed ? 0x7f : 0xff, a_low = a_signed ? 0x80 : 0x00;
@@ -496,9 +499,8 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
             std::memset(tensor.mutable_data(), byte, tensor.byte_size());
             return tensor;
           };
-          t.a = filled(a_type, {3, kK}, a_high);
+          t.a = filled(a_type, {m, kK}, a_high);
           t.a_zero_point = filled(a_type, {1, 1, 1, 1}, a_low);
-          // 17 columns take the strip path, 15 the narrow one.
           t.b = filled(b_type, {kK, n}, negative ? b_low : b_high);
           t.b_zero_point = filled(b_type, {1, 1, 1, 1}, negative ? b_high : b_low);
           t.a_scale = filled(DataType::kFloat32, {1, 1, 1, 1}, 0);
@@ -630,6 +632,36 @@ TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
       }
     }
   }
+}
+
+// One value past 7 bits anywhere (any task of 16 strips, any chunk of 128
+// quads, the last row and column) clears PackB's 7-bit flag; and the copy
+// repacked for AVX2's many-rows kernel exists exactly when that kernel would
+// read it (N > 16, B not 7-bit).
+TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
+  const QGemmUkernel* avx2 = Avx2QGemmUkernel();
+  if (avx2 == nullptr) GTEST_SKIP() << "no AVX2";
+  std::mt19937_64 rng(19);
+  constexpr uint32_t kK = 1030, kN = 290;  // 3 chunks of quads, 2 tasks of strips
+  for (auto [k, j] : {std::pair{kK - 1, kN - 1}, std::pair{600u, 270u}, std::pair{5u, 3u},
+                      std::pair{kK - 1, 0u}, std::pair{1u << 31, 0u}}) {
+    for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
+      QuantizedMatMulOperation op = SevenBitProduct({3, kK, kN}, DataType::kUint8, b_type, rng);
+      const bool outlier = k < kK;
+      const int shift = b_type == DataType::kUint8 ? 128 : 0;
+      if (outlier) op.b.mutable_data()[uint64_t{k} * kN + j] = static_cast<uint8_t>(-65 + shift);
+      std::shared_ptr<const PackedB> packed = PackB(op, 0, *avx2);
+      EXPECT_EQ(packed->seven_bit, !outlier) << "k=" << k << " j=" << j;
+      EXPECT_EQ(packed->repacked_by != nullptr, outlier) << "k=" << k << " j=" << j;
+      EXPECT_EQ(packed->byte_size(),
+                packed->strips * (packed->strip_stride() + packed->repacked_strip_stride()) +
+                    kN * (2 * sizeof(int32_t) + sizeof(float)));
+    }
+  }
+  // One strip: the one-strip kernel reads the strips themselves.
+  QuantizedMatMulOperation narrow =
+      RandomProduct({3, 100, 16}, DataType::kUint8, DataType::kInt8, DataType::kInt8, false, rng);
+  EXPECT_EQ(PackB(narrow, 0, *avx2)->repacked_by, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest,
