@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
@@ -104,6 +105,18 @@ struct QGemmUkernel {
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).
 inline size_t QGemmAQuadBytes(const QGemmUkernel& kernel) { return kernel.wide_a ? 8 : 4; }
+
+// Calls body(std::integral_constant<int, r>()) with r = rows, for rows in
+// 1..kMaxRows (more counts as kMaxRows): micro-kernels are templates on their
+// row count, so that their accumulator arrays are indexed by constants and
+// live in registers.
+template <int kMaxRows, typename Body>
+inline void ForRowCount(int rows, Body&& body) {
+  if constexpr (kMaxRows > 1) {
+    if (rows < kMaxRows) return ForRowCount<kMaxRows - 1>(rows, body);
+  }
+  body(std::integral_constant<int, kMaxRows>());
+}
 
 // Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.
 const QGemmUkernel* GenericQGemmUkernel();

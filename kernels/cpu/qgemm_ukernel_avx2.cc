@@ -199,20 +199,7 @@ void Avx2OneStripKernel(size_t quads, const uint8_t* a, size_t lda, int rows, co
 void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                 size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
                 bool accumulate) {
-  switch (rows) {
-    case 1:
-      return Kernel<1>(quads, a, lda, b, c, ldc, accumulate);
-    case 2:
-      return Kernel<2>(quads, a, lda, b, c, ldc, accumulate);
-    case 3:
-      return Kernel<3>(quads, a, lda, b, c, ldc, accumulate);
-    case 4:
-      return Kernel<4>(quads, a, lda, b, c, ldc, accumulate);
-    case 5:
-      return Kernel<5>(quads, a, lda, b, c, ldc, accumulate);
-    default:
-      return Kernel<6>(quads, a, lda, b, c, ldc, accumulate);
-  }
+  ForRowCount<kMr>(rows, [&](auto r) { Kernel<r()>(quads, a, lda, b, c, ldc, accumulate); });
 }
 
 }  // namespace
