@@ -658,10 +658,14 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
                     kN * (2 * sizeof(int32_t) + sizeof(float)));
     }
   }
-  // One strip: the one-strip kernel reads the strips themselves.
+  // One strip: B is repacked (widened) for the one-strip kernel, whatever
+  // the rows.
   QuantizedMatMulOperation narrow =
       RandomProduct({3, 100, 16}, DataType::kUint8, DataType::kInt8, DataType::kInt8, false, rng);
-  EXPECT_EQ(PackB(narrow, 0, *avx2)->repacked_by, nullptr);
+  std::shared_ptr<const PackedB> narrow_packed = PackB(narrow, 0, *avx2);
+  ASSERT_NE(avx2->one_strip, nullptr);
+  EXPECT_EQ(narrow_packed->repacked_by, avx2->one_strip->repack_b);
+  EXPECT_EQ(narrow_packed->repacked_quad_bytes, avx2->one_strip->repacked_quad_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest,
