@@ -239,6 +239,32 @@ constexpr size_t kPackChunkQuads = 128;
 // pages (B rows are often exactly one 4 KiB page apart).
 constexpr size_t kStripsPerTask = 16;
 
+// A repacked copy at least this large (more than the caches keep for the
+// first call to read) is written with streaming stores: each cache line is
+// written without being read first, half the memory traffic of an ordinary
+// store, and without evicting what the caches hold.
+constexpr size_t kStreamRepackedBytes = size_t{8} << 20;
+
+// Copies `bytes` (a multiple of 16) from `in` to `out` (both 16-byte
+// aligned) with streaming stores; the caller fences (FenceStreamingStores)
+// before another thread reads `out`.
+void StreamCopy(int8_t* out, const int8_t* in, size_t bytes) {
+#if DMLSERVE_X86
+  for (size_t i = 0; i < bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm_load_si128(reinterpret_cast<const __m128i*>(in + i)));
+  }
+#else
+  std::memcpy(out, in, bytes);
+#endif
+}
+
+void FenceStreamingStores() {
+#if DMLSERVE_X86
+  _mm_sfence();
+#endif
+}
+
 }  // namespace
 
 BSource BSource::Of(const QuantizedMatMulOperation& op, uint64_t slice) {
@@ -305,7 +331,7 @@ AlignedBytes AllocateAligned(size_t bytes) {
 }
 
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel) {
+                                     const QGemmUkernel& kernel, uint64_t rows) {
   const CpuIsa isa = kernel.isa;
   auto packed = std::make_shared<PackedB>();
   const BSource b = BSource::Of(op, slice);
@@ -313,26 +339,39 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   packed->n = b.n;
   packed->quads = (b.k + 3) / 4;
   packed->strips = (b.n + kQGemmStripColumns - 1) / kQGemmStripColumns;
-  // Left uninitialised: every byte, padding included, is written below.
+  // Left uninitialised: every byte, padding included, is written below
+  // (but for chunks not kept, see `keep`, after which values is dropped).
   packed->values = AllocateAligned(packed->strips * packed->strip_stride());
   packed->columns = BColumns::Of(op);
   std::vector<int32_t> sums(packed->strips * kQGemmStripColumns, 0);
   std::atomic<bool> wide_values{false};  // a task saw B' outside [-64, 63]
   // Only a level with a 7-bit kernel pays for the check.
   const bool check_seven_bits = kernel.seven_bit_b != nullptr;
-  // The kernel that will multiply B by many rows, should B not fit 7 bits:
-  // when it reads B repacked, B is repacked here, as it is packed (and the
-  // copy dropped below if B turns out to fit 7 bits after all).
-  const QGemmUkernel& many_rows =
-      ChooseQGemmUkernel(kernel, /*b_fits_seven_bits=*/false, b.n, kQGemmManyRows);
-  if (many_rows.repack_b != nullptr) {
-    packed->repacked_by = many_rows.repack_b;
-    packed->repacked_quad_bytes = many_rows.repacked_quad_bytes;
+  // The kernel that will multiply B, should B not fit 7 bits (for any row
+  // count: the one for many rows): when it reads B repacked, B is repacked
+  // here, as it is packed (and the copy dropped below if B turns out to fit
+  // 7 bits after all).
+  const uint64_t reader_rows = rows == kPackBAnyRows ? kQGemmManyRows : rows;
+  const QGemmUkernel& reader =
+      ChooseQGemmUkernel(kernel, /*b_fits_seven_bits=*/false, b.n, reader_rows);
+  if (reader.repack_b != nullptr) {
+    packed->repacked_by = reader.repack_b;
+    packed->repacked_quad_bytes = reader.repacked_quad_bytes;
     packed->repacked = AllocateAligned(packed->strips * packed->repacked_strip_stride());
   }
+  // For one product (rows known), a B its kernel reads repacked needs the
+  // strips themselves only if it fits 7 bits: once a value outside is seen,
+  // chunks are packed into a scratch buffer (from which they are checked and
+  // repacked) and never written to `values`.
+  const bool strips_optional = rows != kPackBAnyRows && reader.repack_b != nullptr;
+  const bool stream_repacked =
+      packed->strips * packed->repacked_strip_stride() >= kStreamRepackedBytes;
   const int64_t tasks = (packed->strips + kStripsPerTask - 1) / kStripsPerTask;
   const int64_t min_tasks = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kStripsPerTask * 16));
   ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
+    AlignedBytes chunk_scratch;     // kStripsPerTask strips of a chunk not kept
+    AlignedBytes repacked_scratch;  // one strip of a chunk, then streamed out
+    const size_t scratch_stride = kPackChunkQuads * kQGemmQuadBytes;
     for (int64_t task = first; task < last; ++task) {
       const size_t strip0 = task * kStripsPerTask;
       const size_t strips = std::min(kStripsPerTask, packed->strips - strip0);
@@ -342,28 +381,49 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
       // from memory instead of three.
       for (size_t q0 = 0; q0 < packed->quads; q0 += kPackChunkQuads) {
         const size_t chunk = std::min(kPackChunkQuads, packed->quads - q0);
-        PackBPanel(b, q0, chunk, strip0, strips, panel + q0 * kQGemmQuadBytes,
-                   packed->strip_stride(), sums.data() + strip0 * kQGemmStripColumns, isa);
+        const bool keep =
+            !strips_optional || (check_seven_bits && !wide_values.load(std::memory_order_relaxed));
+        int8_t* out = panel + q0 * kQGemmQuadBytes;
+        size_t stride = packed->strip_stride();
+        if (!keep) {
+          if (chunk_scratch == nullptr) {
+            chunk_scratch = AllocateAligned(kStripsPerTask * scratch_stride);
+          }
+          out = chunk_scratch.get();
+          stride = scratch_stride;
+        }
+        PackBPanel(b, q0, chunk, strip0, strips, out, stride,
+                   sums.data() + strip0 * kQGemmStripColumns, isa);
         for (size_t s = 0; s < strips; ++s) {
-          const int8_t* part = panel + s * packed->strip_stride() + q0 * kQGemmQuadBytes;
+          const int8_t* part = out + s * stride;
           if (check_seven_bits && !FitsSevenBits(part, chunk * kQGemmQuadBytes)) {
             wide_values.store(true, std::memory_order_relaxed);
           }
-          if (packed->repacked_by != nullptr) {
-            packed->repacked_by(part, chunk,
-                                packed->repacked.get() +
-                                    (strip0 + s) * packed->repacked_strip_stride() +
-                                    q0 * packed->repacked_quad_bytes);
+          if (packed->repacked_by == nullptr) continue;
+          int8_t* repacked = packed->repacked.get() +
+                             (strip0 + s) * packed->repacked_strip_stride() +
+                             q0 * packed->repacked_quad_bytes;
+          if (!stream_repacked) {
+            packed->repacked_by(part, chunk, repacked);
+            continue;
           }
+          if (repacked_scratch == nullptr) {
+            repacked_scratch = AllocateAligned(kPackChunkQuads * packed->repacked_quad_bytes);
+          }
+          packed->repacked_by(part, chunk, repacked_scratch.get());
+          StreamCopy(repacked, repacked_scratch.get(), chunk * packed->repacked_quad_bytes);
         }
       }
     }
+    if (stream_repacked) FenceStreamingStores();
   });
   packed->seven_bit = check_seven_bits && !wide_values.load(std::memory_order_relaxed);
-  if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, kQGemmManyRows) != &many_rows) {
+  if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, reader_rows) != &reader) {
     packed->repacked_by = nullptr;  // the 7-bit kernel reads the strips themselves
     packed->repacked_quad_bytes = 0;
     packed->repacked.reset();
+  } else if (strips_optional) {
+    packed->values.reset();  // only the repacked copy is read (and complete)
   }
   packed->corrections.resize(b.n);
   for (size_t j = 0; j < b.n; ++j) {
@@ -376,8 +436,8 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
 }
 
 std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                                 const QGemmUkernel& kernel) {
-  if (op.b.registered_id().empty()) return PackB(op, slice, kernel);
+                                                 const QGemmUkernel& kernel, uint64_t rows) {
+  if (op.b.registered_id().empty()) return PackB(op, slice, kernel, rows);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {
     return tensor.present() ? absl::string_view(*tensor.bytes) : absl::string_view();

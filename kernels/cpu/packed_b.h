@@ -75,9 +75,11 @@ AlignedBytes AllocateAligned(size_t bytes);
 // One whole B slice packed.
 struct PackedB {
   size_t k = 0, n = 0;
-  size_t quads = 0;     // ceil(K / 4)
-  size_t strips = 0;    // ceil(N / 16)
-  AlignedBytes values;  // strips * quads * kQGemmQuadBytes
+  size_t quads = 0;   // ceil(K / 4)
+  size_t strips = 0;  // ceil(N / 16)
+  // strips * strip_stride() bytes; null when PackB was told the rows and
+  // their kernel reads only `repacked` (see PackB).
+  AlignedBytes values;
   BColumns columns;
   // sum over k of B'[k][j] - K * zb'[j]: with the row sums of A' this turns
   // the u8 x s8 dot products into sum (A - za)(B - zb); see
@@ -89,7 +91,7 @@ struct PackedB {
   bool seven_bit = false;
   // B' as repacked_by (the repack_b of the kernel that will read it, see
   // PackB) leaves it: every strip, repacked_strip_stride() bytes each.
-  // Null when no kernel reads B repacked (at AVX2: N <= 16, or B fits 7 bits).
+  // Null when no kernel reads B repacked (at AVX2: when B fits 7 bits).
   QGemmStripRepackFn repacked_by = nullptr;
   size_t repacked_quad_bytes = 0;
   AlignedBytes repacked;
@@ -98,22 +100,29 @@ struct PackedB {
   // together would otherwise (with power-of-two K) all map to the same L1
   // set and evict one another.
   size_t strip_stride() const { return (quads + 1) * kQGemmQuadBytes; }
+  // Requires values (not null).
   const int8_t* strip(size_t s) const { return values.get() + s * strip_stride(); }
   size_t repacked_strip_stride() const { return quads * repacked_quad_bytes; }
   size_t byte_size() const {
-    return strips * (strip_stride() + repacked_strip_stride()) +
+    return strips * ((values != nullptr ? strip_stride() : 0) + repacked_strip_stride()) +
            n * (2 * sizeof(int32_t) + sizeof(float));
   }
 };
 
+// PackB's `rows` for a B packed for any product (a registered one, cached).
+inline constexpr uint64_t kPackBAnyRows = ~uint64_t{0};
+
 // Packs slice `slice` of op's B (in parallel on the ParallelFor pool) with
-// the packer of `kernel`'s ISA. When the kernel that would multiply it by many
-// rows (ChooseQGemmUkernel) reads B repacked, it is repacked too, once, here:
-// a registered B then costs that kernel nothing per call, and takes that
-// much more memory (AVX2's int16 pairs: 3x B's size in all, counted by
-// byte_size() and so by PackedBCache).
+// the packer of `kernel`'s ISA, for a product of `rows` rows of A, or for
+// any (kPackBAnyRows). When the kernel that would multiply it by that many
+// rows (any: many; ChooseQGemmUkernel) reads B repacked, it is repacked too,
+// once, here: a registered B then costs that kernel nothing per call, and
+// takes that much more memory (AVX2's int16 pairs: 3x B's size in all,
+// counted by byte_size() and so by PackedBCache). For a known row count
+// whose kernel reads B repacked, the strips are kept only if B fits 7 bits:
+// otherwise `values` is null and only the repacked copy exists.
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel);
+                                     const QGemmUkernel& kernel, uint64_t rows = kPackBAnyRows);
 
 // Packed copies of registered B tensors, keyed by registered id, slice, scales
 // and zero points, least recently used first out once over `capacity_bytes`.
@@ -123,9 +132,10 @@ class PackedBCache {
   explicit PackedBCache(uint64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
 
   // The packed slice, from the cache when op.b is registered (and packed
-  // before), freshly packed (and remembered) otherwise.
+  // before, for any row count), freshly packed (and remembered) otherwise;
+  // a B not registered is packed for `rows` rows only (see PackB).
   std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel);
+                                     const QGemmUkernel& kernel, uint64_t rows = kPackBAnyRows);
 
   bool Contains(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);

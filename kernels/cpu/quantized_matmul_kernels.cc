@@ -266,9 +266,11 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
   const size_t total_quads = (a.k + 3) / 4;
   for (size_t q0 = 0; q0 < total_quads; q0 += block_quads) {
     const size_t quads = std::min(block_quads, total_quads - q0);
-    const int8_t* panel;
-    size_t strip_stride;
-    if (b.packed != nullptr) {
+    const int8_t* panel = nullptr;  // B's strips, when the kernel reads them
+    size_t strip_stride = 0;
+    if (b.repacked != nullptr) {
+      // Read below, repacked (the strips themselves may not exist).
+    } else if (b.packed != nullptr) {
       strip_stride = b.packed->strip_stride();
       panel = b.packed->strip(strip0) + q0 * kQGemmQuadBytes;
     } else {
@@ -392,7 +394,8 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
     columns = BColumns::Of(op);
     b.columns = &columns;
   } else {
-    packed = cache != nullptr ? cache->Get(op, slice, selected) : PackB(op, slice, selected);
+    packed = cache != nullptr ? cache->Get(op, slice, selected, total_rows)
+                              : PackB(op, slice, selected, total_rows);
     b.packed = packed.get();
     b.columns = &packed->columns;
   }

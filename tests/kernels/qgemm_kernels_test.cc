@@ -523,6 +523,20 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
 
 // Many rows with per-row and per-column quantization, through the path that
 // packs B whole and splits rows into blocks and A into panels.
+// B sent with the request and multiplied by many rows, with a repacked copy
+// (AVX2) large enough to be written with streaming stores (8 MiB), from
+// which the strips are then dropped.
+TEST_P(QGemmPathTest, LargeRepackedBPerRequestIsExact) {
+  const QGemmUkernel* many_rows = GetParam()->many_rows;
+  if (many_rows == nullptr || many_rows->repack_b == nullptr) {
+    GTEST_SKIP() << GetParam()->name << " reads no repacked B";
+  }
+  std::mt19937_64 rng(20);
+  const QuantizedMatMulOperation op = RandomProduct({97, 2050, 2070}, DataType::kUint8,
+                                                    DataType::kInt8, DataType::kUint8, true, rng);
+  ExpectExact(op, false);
+}
+
 TEST_P(QGemmPathTest, LargePerAxisProductIsExact) {
   std::mt19937_64 rng(14);
   const QuantizedMatMulOperation op =
@@ -653,9 +667,23 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
       std::shared_ptr<const PackedB> packed = PackB(op, 0, *avx2);
       EXPECT_EQ(packed->seven_bit, !outlier) << "k=" << k << " j=" << j;
       EXPECT_EQ(packed->repacked_by != nullptr, outlier) << "k=" << k << " j=" << j;
+      EXPECT_NE(packed->values, nullptr);
       EXPECT_EQ(packed->byte_size(),
                 packed->strips * (packed->strip_stride() + packed->repacked_strip_stride()) +
                     kN * (2 * sizeof(int32_t) + sizeof(float)));
+      // Packed for one product of many rows: the strips are kept only when
+      // the 7-bit kernel reads them, the repacked copy only otherwise.
+      std::shared_ptr<const PackedB> once = PackB(op, 0, *avx2, 200);
+      EXPECT_EQ(once->seven_bit, !outlier);
+      EXPECT_EQ(once->values != nullptr, !outlier) << "k=" << k << " j=" << j;
+      EXPECT_EQ(once->repacked_by != nullptr, outlier) << "k=" << k << " j=" << j;
+      EXPECT_EQ(once->byte_size(), once->strips * ((outlier ? 0 : once->strip_stride()) +
+                                                   once->repacked_strip_stride()) +
+                                       kN * (2 * sizeof(int32_t) + sizeof(float)));
+      if (outlier) {
+        EXPECT_EQ(0, std::memcmp(once->repacked.get(), packed->repacked.get(),
+                                 once->strips * once->repacked_strip_stride()));
+      }
     }
   }
   // One strip: B is repacked (widened) for the one-strip kernel, whatever
