@@ -192,7 +192,8 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
       prometheus::BuildCounter()
           .Name("dmlserve_tensor_repository_reloads_total")
           .Help(
-              "Reloads of --tensor_repository on SIGHUP, by result (ok: the new set serves; "
+              "Reloads of --tensor_repository (SIGHUP, or a Windows service's PARAMCHANGE), by "
+              "result (ok: the new set serves; "
               "error: the previous set keeps serving, the error is on stderr).")
           .Register(*registry);
   reloads.Add({{"result", "ok"}});
@@ -225,7 +226,8 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   MemoryBudget budget(config->max_inflight_bytes);
   gauges->Add(
       "dmlserve_inflight_request_bytes",
-      "Bytes admitted Execute requests hold (message plus output) until their responses are sent; "
+      "Bytes admitted Execute requests hold (message, output and the devices' working memory) "
+      "until their responses are sent; "
       "limited by --max_inflight_bytes.",
       [&budget] {
         return metrics::ScrapeTimeGauges::Samples{{{}, static_cast<double>(budget.used())}};

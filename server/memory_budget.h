@@ -2,8 +2,9 @@
 #define DMLSERVE_SERVER_MEMORY_BUDGET_H_
 
 // A server-wide cap on the bytes that admitted requests hold: a request's own
-// message plus the output it will produce, from admission until its response
-// has been handed to the client. Per-request limits alone do not bound
+// message, the output it will produce and the working memory a device needs
+// for it (Device::WorkingBytes), from admission until its response has been
+// handed to the client. Per-request limits alone do not bound
 // memory, since many small requests can each ask for a large output.
 
 #include <atomic>
@@ -13,9 +14,6 @@
 #include "kernels/core/operation.h"
 
 namespace dmlserve {
-
-// Bytes the response to `operation` will hold.
-uint64_t OutputBytes(const Operation& operation);
 
 class MemoryBudget {
  public:
