@@ -1,18 +1,12 @@
 #include "scheduler/compatibility_key.h"
 
-#include <type_traits>
 #include <variant>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
+#include "kernels/core/overloaded.h"
 
 namespace dmlserve {
-
-uint64_t SharedOperandBytes(const Operation& operation) {
-  const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation);
-  if (matmul == nullptr) return 0;
-  return matmul->b.byte_size() + matmul->b_scale.byte_size() + matmul->b_zero_point.byte_size();
-}
 
 CompatibilityKey::TensorIdentity CompatibilityKey::TensorIdentity::Of(const Tensor& tensor) {
   TensorIdentity identity;
@@ -44,28 +38,28 @@ bool CompatibilityKey::TensorIdentity::operator==(const TensorIdentity& other) c
 CompatibilityKey CompatibilityKey::For(const Operation& operation) {
   CompatibilityKey key;
   std::visit(
-      [&key](const auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, ScanOperation>) {
-          key.kind_ = op.kind;
-          key.data_type_ = op.input.data_type;
-          key.direction_ = op.direction;
-          key.exclusive_ = op.exclusive;
-        } else {
-          key.kind_ = OperatorKind::kQuantizedLinearMatrixMultiply;
-          key.data_type_ = op.a.data_type;
-          key.b_data_type_ = op.b.data_type;
-          key.output_data_type_ = op.output_data_type;
-          key.b_quantization_ = op.b_quantization;
-          key.b_ = TensorIdentity::Of(op.b);
-          key.b_scale_ = TensorIdentity::Of(op.b_scale);
-          key.b_zero_point_ = TensorIdentity::Of(op.b_zero_point);
-          for (const TensorIdentity* identity : {&key.b_, &key.b_scale_, &key.b_zero_point_}) {
-            if (!identity->registered_id.empty()) {
-              key.registered_ids_.push_back(identity->registered_id);
+      Overloaded{
+          [&key](const ScanOperation& op) {
+            key.kind_ = op.kind;
+            key.data_type_ = op.input.data_type;
+            key.direction_ = op.direction;
+            key.exclusive_ = op.exclusive;
+          },
+          [&key](const QuantizedMatMulOperation& op) {
+            key.kind_ = OperatorKind::kQuantizedLinearMatrixMultiply;
+            key.data_type_ = op.a.data_type;
+            key.b_data_type_ = op.b.data_type;
+            key.output_data_type_ = op.output_data_type;
+            key.b_quantization_ = op.b_quantization;
+            key.b_ = TensorIdentity::Of(op.b);
+            key.b_scale_ = TensorIdentity::Of(op.b_scale);
+            key.b_zero_point_ = TensorIdentity::Of(op.b_zero_point);
+            for (const TensorIdentity* identity : {&key.b_, &key.b_scale_, &key.b_zero_point_}) {
+              if (!identity->registered_id.empty()) {
+                key.registered_ids_.push_back(identity->registered_id);
+              }
             }
-          }
-        }
+          },
       },
       operation);
   key.ComputeHash();

@@ -31,11 +31,6 @@
 
 namespace dmlserve {
 
-// The bytes of the operands that every job of a batch shares because its key
-// requires them identical (a matrix multiply's B, B scale and B zero point):
-// a batch holds them once, however many jobs it has. 0 for scans.
-uint64_t SharedOperandBytes(const Operation& operation);
-
 class CompatibilityKey {
  public:
   static CompatibilityKey For(const Operation& operation);

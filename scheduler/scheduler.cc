@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
 #include "kernels/backend/execution_hints.h"
+#include "kernels/core/operation.h"
 #include "scheduler/batch.h"
 #include "scheduler/batch_queue.h"
 #include "scheduler/device_pool.h"

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/core/operation.h"
 #include "server/client_deadline.h"
 #include "server/status_conversion.h"
 #include "server/wire_messages.h"

@@ -295,18 +295,29 @@ absl::Status ToTensor(int index, inference::ModelInferRequest::InferInputTensor&
                     *tensor.mutable_data());
 }
 
-absl::Status ApplyParameter(const Model& model, const std::string& key,
-                            const inference::InferParameter& parameter, v1::ExecuteRequest& out) {
-  const std::string field = absl::StrCat("parameters[", Quoted(key), "]");
-  auto expect = [&](inference::InferParameter::ParameterChoiceCase wanted,
-                    absl::string_view wanted_name) {
-    return parameter.parameter_choice_case() == wanted
-               ? absl::OkStatus()
-               : Invalid(field, absl::StrCat("must be a ", wanted_name));
-  };
-  const bool scan = model.op != v1::ExecuteRequest::kQuantizedLinearMatrixMultiply;
-  if (scan && key == "axis") {
-    if (absl::Status status = expect(inference::InferParameter::kInt64Param, "int64_param");
+// Checks that `parameter` holds the `wanted` choice, named `wanted_name`.
+absl::Status ExpectChoice(absl::string_view field, const inference::InferParameter& parameter,
+                          inference::InferParameter::ParameterChoiceCase wanted,
+                          absl::string_view wanted_name) {
+  return parameter.parameter_choice_case() == wanted
+             ? absl::OkStatus()
+             : Invalid(field, absl::StrCat("must be a ", wanted_name));
+}
+
+absl::Status UnknownParameter(absl::string_view field, const Model& model) {
+  return Invalid(field, absl::StrCat("unknown parameter of model ", model.name,
+                                     " (accepted: ", absl::StrJoin(model.parameters, ", "), ")"));
+}
+
+// A scan's parameters, into its message (CumulativeSummation or
+// CumulativeProduct, whose exclusive flags are named apart).
+template <typename ScanMessage>
+absl::Status ApplyScanParameter(const Model& model, absl::string_view field, const std::string& key,
+                                const inference::InferParameter& parameter, ScanMessage& scan,
+                                void (ScanMessage::*set_exclusive)(bool)) {
+  if (key == "axis") {
+    if (absl::Status status =
+            ExpectChoice(field, parameter, inference::InferParameter::kInt64Param, "int64_param");
         !status.ok()) {
       return status;
     }
@@ -314,62 +325,74 @@ absl::Status ApplyParameter(const Model& model, const std::string& key,
     if (axis < 0 || axis > std::numeric_limits<uint32_t>::max()) {
       return Invalid(field, absl::StrCat(axis, " is not an axis (0 up to the input's rank - 1)"));
     }
-    if (model.op == v1::ExecuteRequest::kCumulativeSummation) {
-      out.mutable_cumulative_summation()->set_axis(static_cast<uint32_t>(axis));
-    } else {
-      out.mutable_cumulative_product()->set_axis(static_cast<uint32_t>(axis));
-    }
+    scan.set_axis(static_cast<uint32_t>(axis));
     return absl::OkStatus();
   }
-  if (scan && key == "axis_direction") {
-    if (absl::Status status = expect(inference::InferParameter::kStringParam, "string_param");
+  if (key == "axis_direction") {
+    if (absl::Status status =
+            ExpectChoice(field, parameter, inference::InferParameter::kStringParam, "string_param");
         !status.ok()) {
       return status;
     }
-    v1::AxisDirection direction;
     if (parameter.string_param() == "INCREASING") {
-      direction = v1::AXIS_DIRECTION_INCREASING;
+      scan.set_axis_direction(v1::AXIS_DIRECTION_INCREASING);
     } else if (parameter.string_param() == "DECREASING") {
-      direction = v1::AXIS_DIRECTION_DECREASING;
+      scan.set_axis_direction(v1::AXIS_DIRECTION_DECREASING);
     } else {
       return Invalid(field, absl::StrCat(Quoted(parameter.string_param()),
                                          " is not a direction (INCREASING or DECREASING)"));
     }
-    if (model.op == v1::ExecuteRequest::kCumulativeSummation) {
-      out.mutable_cumulative_summation()->set_axis_direction(direction);
-    } else {
-      out.mutable_cumulative_product()->set_axis_direction(direction);
-    }
     return absl::OkStatus();
   }
-  if (scan && key == "exclusive") {
-    if (absl::Status status = expect(inference::InferParameter::kBoolParam, "bool_param");
+  if (key == "exclusive") {
+    if (absl::Status status =
+            ExpectChoice(field, parameter, inference::InferParameter::kBoolParam, "bool_param");
         !status.ok()) {
       return status;
     }
-    if (model.op == v1::ExecuteRequest::kCumulativeSummation) {
-      out.mutable_cumulative_summation()->set_has_exclusive_sum(parameter.bool_param());
-    } else {
-      out.mutable_cumulative_product()->set_has_exclusive_product(parameter.bool_param());
-    }
+    (scan.*set_exclusive)(parameter.bool_param());
     return absl::OkStatus();
   }
-  if (!scan && key == "output_data_type") {
-    if (absl::Status status = expect(inference::InferParameter::kStringParam, "string_param");
-        !status.ok()) {
-      return status;
-    }
-    const Datatype* datatype = FindDatatype(parameter.string_param());
-    if (datatype == nullptr) {
-      return Invalid(
-          field, absl::StrCat(Quoted(parameter.string_param()),
-                              " is not a datatype dmlserve has (it has: ", DatatypeList(), ")"));
-    }
-    out.mutable_quantized_linear_matrix_multiply()->set_output_data_type(datatype->type);
-    return absl::OkStatus();
+  return UnknownParameter(field, model);
+}
+
+absl::Status ApplyMatMulParameter(const Model& model, absl::string_view field,
+                                  const std::string& key,
+                                  const inference::InferParameter& parameter,
+                                  v1::QuantizedLinearMatrixMultiply& matmul) {
+  if (key != "output_data_type") return UnknownParameter(field, model);
+  if (absl::Status status =
+          ExpectChoice(field, parameter, inference::InferParameter::kStringParam, "string_param");
+      !status.ok()) {
+    return status;
   }
-  return Invalid(field, absl::StrCat("unknown parameter of model ", model.name,
-                                     " (accepted: ", absl::StrJoin(model.parameters, ", "), ")"));
+  const Datatype* datatype = FindDatatype(parameter.string_param());
+  if (datatype == nullptr) {
+    return Invalid(field,
+                   absl::StrCat(Quoted(parameter.string_param()),
+                                " is not a datatype dmlserve has (it has: ", DatatypeList(), ")"));
+  }
+  matmul.set_output_data_type(datatype->type);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyParameter(const Model& model, const std::string& key,
+                            const inference::InferParameter& parameter, v1::ExecuteRequest& out) {
+  const std::string field = absl::StrCat("parameters[", Quoted(key), "]");
+  switch (model.op) {
+    case v1::ExecuteRequest::kCumulativeSummation:
+      return ApplyScanParameter(model, field, key, parameter, *out.mutable_cumulative_summation(),
+                                &v1::CumulativeSummation::set_has_exclusive_sum);
+    case v1::ExecuteRequest::kCumulativeProduct:
+      return ApplyScanParameter(model, field, key, parameter, *out.mutable_cumulative_product(),
+                                &v1::CumulativeProduct::set_has_exclusive_product);
+    case v1::ExecuteRequest::kQuantizedLinearMatrixMultiply:
+      return ApplyMatMulParameter(model, field, key, parameter,
+                                  *out.mutable_quantized_linear_matrix_multiply());
+    case v1::ExecuteRequest::OPERATOR_NOT_SET:
+      break;
+  }
+  return UnknownParameter(field, model);
 }
 
 }  // namespace

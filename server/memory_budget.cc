@@ -8,12 +8,6 @@
 
 namespace dmlserve {
 
-uint64_t OutputBytes(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return scan->input.byte_size();
-  // INT8 or UINT8: one byte per element.
-  return ElementCount(std::get<QuantizedMatMulOperation>(operation).output_sizes);
-}
-
 MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
   if (this != &other) {
     if (budget_ != nullptr) budget_->used_.fetch_sub(bytes_, std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/core/overloaded.h"
 #include "server/client_text.h"
 
 namespace dmlserve {
@@ -195,15 +196,21 @@ absl::StatusOr<Operation> DecodeExecuteRequest(v1::ExecuteRequest* request,
   // Small inputs can ask for a huge matmul output (M x N with K = 1, or a
   // registered B): the output is held to the same cap as any input, so one
   // request cannot exhaust the server's memory.
-  if (const auto* matmul = std::get_if<QuantizedMatMulOperation>(&*operation)) {
-    const uint64_t output_bytes = ElementCount(matmul->output_sizes);
-    if (output_bytes > max_tensor_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          OperatorName(*kind), ".output: ", DataTypeName(matmul->output_data_type), " sizes ",
-          ShapeToString(matmul->output_sizes), " need ", output_bytes, " bytes, over the limit of ",
-          max_tensor_bytes, " bytes (--max_request_bytes)"));
-    }
-  }
+  // (A scan's output is its input's size, already held to it.)
+  absl::Status output_fits = std::visit(
+      Overloaded{
+          [](const ScanOperation&) { return absl::OkStatus(); },
+          [&](const QuantizedMatMulOperation& matmul) {
+            const uint64_t output_bytes = OutputBytes(matmul);
+            if (output_bytes <= max_tensor_bytes) return absl::OkStatus();
+            return absl::ResourceExhaustedError(absl::StrCat(
+                OperatorName(*kind), ".output: ", DataTypeName(matmul.output_data_type), " sizes ",
+                ShapeToString(matmul.output_sizes), " need ", output_bytes,
+                " bytes, over the limit of ", max_tensor_bytes, " bytes (--max_request_bytes)"));
+          },
+      },
+      *operation);
+  if (!output_fits.ok()) return output_fits;
   return operation;
 }
 

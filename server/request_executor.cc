@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/core/operation.h"
 #include "server/request_decoder.h"
 #include "server/response_encoder.h"
 

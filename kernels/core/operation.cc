@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/core/overloaded.h"
 
 namespace dmlserve {
 namespace {
@@ -314,8 +315,13 @@ absl::Span<const DataType> SupportedDataTypes(OperatorKind kind) {
 }
 
 OperatorKind KindOf(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return scan->kind;
-  return OperatorKind::kQuantizedLinearMatrixMultiply;
+  return std::visit(Overloaded{
+                        [](const ScanOperation& scan) { return scan.kind; },
+                        [](const QuantizedMatMulOperation&) {
+                          return OperatorKind::kQuantizedLinearMatrixMultiply;
+                        },
+                    },
+                    operation);
 }
 
 absl::Status ValidateTensor(const Tensor& tensor, absl::string_view field, uint64_t max_bytes) {
@@ -502,17 +508,47 @@ absl::StatusOr<QuantizedMatMulOperation> MakeQuantizedMatMulOperation(
 }
 
 uint64_t OperationBytes(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
-    return 2 * static_cast<uint64_t>(scan->input.byte_size());
-  }
-  const auto& matmul = std::get<QuantizedMatMulOperation>(operation);
-  uint64_t bytes = 0;
-  for (const Tensor* tensor :
-       {&matmul.a, &matmul.a_scale, &matmul.a_zero_point, &matmul.b, &matmul.b_scale,
-        &matmul.b_zero_point, &matmul.output_scale, &matmul.output_zero_point}) {
-    bytes += tensor->byte_size();
-  }
-  return bytes + ElementCount(matmul.output_sizes);  // INT8/UINT8 output
+  return std::visit(
+      Overloaded{
+          [](const ScanOperation& scan) {
+            return 2 * static_cast<uint64_t>(scan.input.byte_size());
+          },
+          [](const QuantizedMatMulOperation& matmul) {
+            uint64_t bytes = 0;
+            for (const Tensor* tensor :
+                 {&matmul.a, &matmul.a_scale, &matmul.a_zero_point, &matmul.b, &matmul.b_scale,
+                  &matmul.b_zero_point, &matmul.output_scale, &matmul.output_zero_point}) {
+              bytes += tensor->byte_size();
+            }
+            return bytes + OutputBytes(matmul);
+          },
+      },
+      operation);
+}
+
+uint64_t OutputBytes(const Operation& operation) {
+  return std::visit(
+      Overloaded{
+          [](const ScanOperation& scan) { return static_cast<uint64_t>(scan.input.byte_size()); },
+          [](const QuantizedMatMulOperation& matmul) { return OutputBytes(matmul); },
+      },
+      operation);
+}
+
+uint64_t OutputBytes(const QuantizedMatMulOperation& matmul) {
+  return ElementCount(matmul.output_sizes);  // INT8 or UINT8: a byte per element
+}
+
+uint64_t SharedOperandBytes(const Operation& operation) {
+  return std::visit(Overloaded{
+                        [](const ScanOperation&) { return uint64_t{0}; },
+                        [](const QuantizedMatMulOperation& matmul) {
+                          return static_cast<uint64_t>(matmul.b.byte_size() +
+                                                       matmul.b_scale.byte_size() +
+                                                       matmul.b_zero_point.byte_size());
+                        },
+                    },
+                    operation);
 }
 
 }  // namespace dmlserve

@@ -109,6 +109,16 @@ absl::StatusOr<QuantizedMatMulOperation> MakeQuantizedMatMulOperation(
 // Bytes an operation reads and writes (for batch byte limits and metrics).
 uint64_t OperationBytes(const Operation& operation);
 
+// Bytes of an operation's output (what a request holds for its answer).
+uint64_t OutputBytes(const Operation& operation);
+uint64_t OutputBytes(const QuantizedMatMulOperation& matmul);
+
+// Bytes of the operands that every job of a batch shares because its
+// compatibility key requires them identical (a matrix multiply's B, B scale
+// and B zero point; 0 for scans): a batch holds them once, however many jobs
+// it has. Part of OperationBytes.
+uint64_t SharedOperandBytes(const Operation& operation);
+
 }  // namespace dmlserve
 
 #endif  // DMLSERVE_KERNELS_CORE_OPERATION_H_

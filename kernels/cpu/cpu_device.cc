@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "kernels/backend/execution_hints.h"
+#include "kernels/core/overloaded.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
@@ -56,14 +57,18 @@ constexpr uint64_t kCallerThreadBytes = uint64_t{64} << 10;
 constexpr uint64_t kCallerThreadMultiplyAdds = uint64_t{4} << 20;
 
 bool CpuDevice::MayRunOnCallerThread(const Operation& operation) const {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
-    return scan->input.byte_size() <= kCallerThreadBytes;
-  }
-  const auto& matmul = std::get<QuantizedMatMulOperation>(operation);
-  const uint64_t multiply_adds =
-      uint64_t{matmul.batch} * matmul.channel * matmul.m * matmul.k * matmul.n;
-  return multiply_adds <= kCallerThreadMultiplyAdds &&
-         (!matmul.b.registered_id().empty() || matmul.b.byte_size() <= kCallerThreadBytes);
+  return std::visit(
+      Overloaded{
+          [](const ScanOperation& scan) { return scan.input.byte_size() <= kCallerThreadBytes; },
+          [](const QuantizedMatMulOperation& matmul) {
+            const uint64_t multiply_adds =
+                uint64_t{matmul.batch} * matmul.channel * matmul.m * matmul.k * matmul.n;
+            return multiply_adds <= kCallerThreadMultiplyAdds &&
+                   (!matmul.b.registered_id().empty() ||
+                    matmul.b.byte_size() <= kCallerThreadBytes);
+          },
+      },
+      operation);
 }
 
 // A B at least this large does not stay in a core's cache between batches
@@ -80,11 +85,16 @@ constexpr uint64_t kFewRows = 4;
 constexpr int kCompanyForStreamedB = 16;
 
 int CpuDevice::PreferredCompany(const Operation& operation) const {
-  const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation);
-  if (matmul == nullptr) return 0;
-  const uint64_t rows = uint64_t{matmul->batch} * matmul->channel * matmul->m;
-  const uint64_t b_bytes = uint64_t{matmul->k} * matmul->n;
-  return rows <= kFewRows && b_bytes >= kStreamedBBytes ? kCompanyForStreamedB : 0;
+  return std::visit(
+      Overloaded{
+          [](const ScanOperation&) { return 0; },  // nothing shared to stream
+          [](const QuantizedMatMulOperation& matmul) {
+            const uint64_t rows = uint64_t{matmul.batch} * matmul.channel * matmul.m;
+            const uint64_t b_bytes = uint64_t{matmul.k} * matmul.n;
+            return rows <= kFewRows && b_bytes >= kStreamedBBytes ? kCompanyForStreamedB : 0;
+          },
+      },
+      operation);
 }
 
 absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
@@ -100,27 +110,33 @@ absl::Status CpuDevice::Execute(absl::Span<WorkItem> items) {
       item.status = absl::InvalidArgumentError("work item has no operation");
       continue;
     }
-    if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-      if (scan->input.bytes != nullptr && scan->input.bytes.use_count() == 1) {
-        // Nobody else holds the input (it is the request's own bytes): scan in
-        // place (see ComputeScan). The scheduler drops the operation before
-        // answering, so the output then owns the request's string and the
-        // response takes it without a copy or a fresh allocation.
-        item.output = scan->input;
-      } else {
-        // Kernels overwrite every output byte: pooled, never zero-filled.
-        item.output = Tensor::AllocateUninitialized(scan->input.data_type, scan->input.sizes);
-      }
-      ComputeScan(*scan, item.output);
-      item.status = absl::OkStatus();
-    } else {
-      const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
-      item.output = Tensor::AllocateUninitialized(matmul.output_data_type, matmul.output_sizes);
-      matmuls.push_back(&matmul);
-      matmul_outputs.push_back(&item.output);
-      matmul_stops.push_back(item.stop);
-      matmul_items.push_back(&item);
-    }
+    std::visit(Overloaded{
+                   [&](const ScanOperation& scan) {
+                     if (scan.input.bytes != nullptr && scan.input.bytes.use_count() == 1) {
+                       // Nobody else holds the input (it is the request's own bytes): scan in
+                       // place (see ComputeScan). The scheduler drops the operation before
+                       // answering, so the output then owns the request's string and the
+                       // response takes it without a copy or a fresh allocation.
+                       item.output = scan.input;
+                     } else {
+                       // Kernels overwrite every output byte: pooled, never zero-filled.
+                       item.output =
+                           Tensor::AllocateUninitialized(scan.input.data_type, scan.input.sizes);
+                     }
+                     ComputeScan(scan, item.output);
+                     item.status = absl::OkStatus();
+                   },
+                   [&](const QuantizedMatMulOperation& matmul) {
+                     // Computed together below: one product per B, rows fused.
+                     item.output = Tensor::AllocateUninitialized(matmul.output_data_type,
+                                                                 matmul.output_sizes);
+                     matmuls.push_back(&matmul);
+                     matmul_outputs.push_back(&item.output);
+                     matmul_stops.push_back(item.stop);
+                     matmul_items.push_back(&item);
+                   },
+               },
+               *item.operation);
   }
   if (!matmuls.empty()) {
     std::vector<absl::Status> statuses =

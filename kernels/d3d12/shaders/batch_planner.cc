@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/core/overloaded.h"
 #include "kernels/d3d12/shaders/plan_builder.h"
 #include "kernels/d3d12/shaders/quantized_matmul_planner.h"
 
@@ -16,23 +17,30 @@ absl::StatusOr<DispatchPlan> PlanBatch(absl::Span<WorkItem> items, const Planner
   PlanBuilder builder;
   std::vector<WorkItem*> matmuls;
   for (WorkItem& item : items) {
-    if (std::holds_alternative<ScanOperation>(*item.operation)) {
-      absl::Status status = PlanScan(&item, options.scan, builder);
-      if (!status.ok()) item.status = status;
-    } else {
-      matmuls.push_back(&item);
-    }
+    std::visit(Overloaded{
+                   [&](const ScanOperation&) {
+                     absl::Status status = PlanScan(&item, options.scan, builder);
+                     if (!status.ok()) item.status = status;
+                   },
+                   [&](const QuantizedMatMulOperation&) { matmuls.push_back(&item); },
+               },
+               *item.operation);
   }
   if (!matmuls.empty()) PlanQuantizedMatMuls(matmuls, options.quantized_matmul, builder);
   return std::move(builder).Build();
 }
 
 uint64_t PlanWorkingBytes(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
-    // Upload staging, device input and output, read-back staging and copy.
-    return 4 * scan->input.byte_size();
-  }
-  return QuantizedMatMulWorkingBytes(std::get<QuantizedMatMulOperation>(operation));
+  return std::visit(Overloaded{
+                        [](const ScanOperation& scan) {
+                          // Upload staging, device input and output, read-back staging and copy.
+                          return 4 * static_cast<uint64_t>(scan.input.byte_size());
+                        },
+                        [](const QuantizedMatMulOperation& matmul) {
+                          return QuantizedMatMulWorkingBytes(matmul);
+                        },
+                    },
+                    operation);
 }
 
 }  // namespace dmlserve::d3d12
