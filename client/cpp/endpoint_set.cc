@@ -12,6 +12,7 @@
 #endif
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -106,6 +107,26 @@ absl::StatusOr<std::vector<std::string>> Resolve(const std::string& host, const 
   return targets;
 }
 
+// The balanced channel of a dns: target stands for every replica behind the
+// name, so a call one of them refuses before computing it (UNAVAILABLE: it
+// is draining, or its connection failed; CANCELLED: its connection closed
+// under the call) is made again, and round_robin picks another replica for
+// the new attempt: what Client::OnReplicas does over a list. The Python
+// client (dmlserve_client/client.py, _BALANCED_SERVICE_CONFIG) uses the same.
+// gRPC allows at most 5 attempts.
+constexpr char kBalancedServiceConfig[] = R"({
+  "methodConfig": [{
+    "name": [{"service": "dmlserve.v1.OperatorService"}],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.01s",
+      "maxBackoff": "0.2s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
+    }
+  }]
+})";
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EndpointSet>> EndpointSet::Create(const std::string& target,
@@ -158,7 +179,15 @@ std::shared_ptr<grpc::Channel> EndpointSet::MakeChannel(const std::string& targe
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   arguments.SetMaxSendMessageSize(options_.max_send_message_bytes);
-  if (round_robin) arguments.SetLoadBalancingPolicyName("round_robin");
+  if (round_robin) {
+    arguments.SetLoadBalancingPolicyName("round_robin");
+    arguments.SetServiceConfigJSON(kBalancedServiceConfig);
+    // A call is retried only while its request is still buffered; keep a
+    // whole message (the default keeps 256 KiB, less than one inline B).
+    arguments.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options_.max_send_message_bytes < 0
+                                                             ? INT_MAX
+                                                             : options_.max_send_message_bytes);
+  }
   if (!authority.empty()) arguments.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority);
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();

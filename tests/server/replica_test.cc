@@ -5,6 +5,11 @@
 // One replica is stopped with SIGTERM mid-run: its calls in flight finish,
 // later calls go to the others, and no request is lost.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +25,7 @@
 #include "client/cpp/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/fake_dns_server.h"
 #include "tests/server/metrics_scrape.h"
 #include "tests/server/reference_ops.h"
 #include "tests/server/server_process.h"
@@ -45,22 +51,140 @@ std::filesystem::path WriteRepository(const QuantizedMatMulCase& weights) {
   return directory;
 }
 
+// A TCP port free on each of `hosts` (IPv4 loopback addresses) right now.
+absl::StatusOr<int> FreePortOnEvery(const std::vector<std::string>& hosts) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::vector<int> sockets;
+    int port = 0;
+    bool free = true;
+    for (const std::string& host : hosts) {
+      const int s = socket(AF_INET, SOCK_STREAM, 0);
+      sockets.push_back(s);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      inet_pton(AF_INET, host.c_str(), &address.sin_addr);
+      socklen_t length = sizeof(address);
+      if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+          getsockname(s, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        free = false;
+        break;
+      }
+      port = ntohs(address.sin_port);
+    }
+    for (int s : sockets) {
+      if (s >= 0) close(s);
+    }
+    if (free) return port;
+  }
+  return absl::UnavailableError("no port free on every loopback address");
+}
+
 class ReplicaTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::BitGen bitgen;
     repository_weights_ = RandomWeights(bitgen, 24, 8);
     own_weights_ = RandomWeights(bitgen, 16, 12);
-    const std::filesystem::path repository = WriteRepository(repository_weights_);
+    repository_ = WriteRepository(repository_weights_);
+    StartReplicas({});
+  }
+
+  // Starts kReplicas servers (after stopping any running), each on
+  // listen[i] or, without it, a free port of 127.0.0.1.
+  void StartReplicas(const std::vector<std::string>& listen) {
+    servers_.clear();
     std::vector<std::string> addresses;
     for (int i = 0; i < kReplicas; ++i) {
-      absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
-          DMLSERVE_BINARY, {absl::StrCat("--tensor_repository=", repository.string())});
+      std::vector<std::string> args = {absl::StrCat("--tensor_repository=", repository_.string())};
+      if (i < static_cast<int>(listen.size())) args.push_back(absl::StrCat("--listen=", listen[i]));
+      absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+          ServerProcess::Start(DMLSERVE_BINARY, args);
       ASSERT_TRUE(server.ok()) << server.status();
       addresses.push_back((*server)->grpc_address());
       servers_.push_back(*std::move(server));
     }
     targets_ = absl::StrJoin(addresses, ",");
+  }
+
+  // Four threads, each 60 rounds of one unary call and one 4-item stream
+  // through `client`, alternating the repository's weights and "client-b"
+  // (own_weights_, which every replica must hold); replica 1 is stopped with
+  // SIGTERM a third of the way in. Every call must succeed with the right
+  // answer, and the other replicas must take over the stopped one's share.
+  void RunLoadStoppingOneReplica(client::Client& client) {
+    constexpr int kThreads = 4, kRounds = 60, kStreamItems = 4;
+    std::atomic<int> rounds_done{0}, answers_checked{0};
+    absl::Mutex failures_mu;
+    std::vector<std::string> failures;
+    auto fail = [&](std::string what) {
+      absl::MutexLock lock(&failures_mu);
+      failures.push_back(std::move(what));
+    };
+    auto load = [&](int thread) {
+      absl::BitGen bitgen;
+      for (int round = 0; round < kRounds; ++round) {
+        const bool own = (round + thread) % 2 == 1;
+        const QuantizedMatMulCase& weights = own ? own_weights_ : repository_weights_;
+        const std::string b_id = own ? "client-b" : "repository-b";
+        const QuantizedMatMulCase unary = RandomMatMulCase(bitgen, weights);
+        absl::StatusOr<v1::ExecuteResponse> response =
+            client.Execute(MatMulRequest("unary", unary, b_id));
+        if (!response.ok()) {
+          fail(absl::StrCat("unary: ", response.status().ToString()));
+        } else if (TensorValues(response->output()) != QuantizedMatMulReference(unary)) {
+          fail("unary: a wrong answer");
+        } else {
+          ++answers_checked;
+        }
+        std::vector<QuantizedMatMulCase> cases;
+        std::vector<v1::ExecuteRequest> requests;
+        for (int i = 0; i < kStreamItems; ++i) {
+          cases.push_back(RandomMatMulCase(bitgen, weights));
+          requests.push_back(MatMulRequest(absl::StrCat("item-", i), cases.back(), b_id));
+        }
+        auto results = client.ExecuteMany(std::move(requests));
+        if (!results.ok()) {
+          fail(absl::StrCat("stream: ", results.status().ToString()));
+        } else {
+          for (int i = 0; i < kStreamItems; ++i) {
+            const auto& item = (*results)[i];
+            if (!item.ok()) {
+              fail(absl::StrCat("stream item: ", item.status().ToString()));
+            } else if (TensorValues(item->output()) != QuantizedMatMulReference(cases[i])) {
+              fail("stream item: a wrong answer");
+            } else {
+              ++answers_checked;
+            }
+          }
+        }
+        ++rounds_done;
+      }
+    };
+
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(load, t);
+    // A third of the way in, replica 1 is stopped while calls are in flight.
+    while (rounds_done.load() < kThreads * kRounds / 3) absl::SleepFor(absl::Milliseconds(1));
+    const double answered_by_stopped = Answered(1);
+    absl::StatusOr<int> exit_code = servers_[1]->Stop();
+    const int rounds_at_stop = rounds_done.load();
+    for (std::thread& thread : threads) thread.join();
+
+    ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+    EXPECT_EQ(*exit_code, 0) << servers_[1]->Output();
+    {
+      absl::MutexLock lock(&failures_mu);
+      EXPECT_THAT(failures, ::testing::IsEmpty()) << servers_[1]->Output();
+    }
+    EXPECT_EQ(answers_checked.load(), kThreads * kRounds * (1 + kStreamItems));
+    EXPECT_LT(rounds_at_stop, kThreads * kRounds) << "the stop came after the load had ended";
+    // Every replica served a share before the stop; the other two after it.
+    EXPECT_GT(answered_by_stopped, 0);
+    for (int i : {0, 2}) EXPECT_GT(Answered(i), answered_by_stopped / 2) << "replica " << i;
+    // The load the stopped replica no longer took went to the others.
+    const double total = Answered(0) + Answered(2);
+    EXPECT_GE(total + answered_by_stopped, kThreads * kRounds * (1 + kStreamItems) / 2);
   }
 
   // Requests answered OK by replica `i`, from its metrics.
@@ -71,6 +195,7 @@ class ReplicaTest : public ::testing::Test {
 
   QuantizedMatMulCase repository_weights_;
   QuantizedMatMulCase own_weights_;
+  std::filesystem::path repository_;
   std::vector<std::unique_ptr<ServerProcess>> servers_;
   std::string targets_;
 };
@@ -98,80 +223,37 @@ TEST_F(ReplicaTest, RequestsSpreadOverReplicasAndNoneIsLostWhenOneStops) {
     EXPECT_EQ(TensorValues(response->output()), QuantizedMatMulReference(c));
   }
 
-  // Four threads, each 60 rounds of one unary call and one 4-item stream,
-  // alternating the repository's weights and the client's own.
-  constexpr int kThreads = 4, kRounds = 60, kStreamItems = 4;
-  std::atomic<int> rounds_done{0}, answers_checked{0};
-  absl::Mutex failures_mu;
-  std::vector<std::string> failures;
-  auto fail = [&](std::string what) {
-    absl::MutexLock lock(&failures_mu);
-    failures.push_back(std::move(what));
-  };
-  auto load = [&](int thread) {
-    absl::BitGen bitgen;
-    for (int round = 0; round < kRounds; ++round) {
-      const bool own = (round + thread) % 2 == 1;
-      const QuantizedMatMulCase& weights = own ? own_weights_ : repository_weights_;
-      const std::string b_id = own ? "client-b" : "repository-b";
-      const QuantizedMatMulCase unary = RandomMatMulCase(bitgen, weights);
-      absl::StatusOr<v1::ExecuteResponse> response =
-          (*client)->Execute(MatMulRequest("unary", unary, b_id));
-      if (!response.ok()) {
-        fail(absl::StrCat("unary: ", response.status().ToString()));
-      } else if (TensorValues(response->output()) != QuantizedMatMulReference(unary)) {
-        fail("unary: a wrong answer");
-      } else {
-        ++answers_checked;
-      }
-      std::vector<QuantizedMatMulCase> cases;
-      std::vector<v1::ExecuteRequest> requests;
-      for (int i = 0; i < kStreamItems; ++i) {
-        cases.push_back(RandomMatMulCase(bitgen, weights));
-        requests.push_back(MatMulRequest(absl::StrCat("item-", i), cases.back(), b_id));
-      }
-      auto results = (*client)->ExecuteMany(std::move(requests));
-      if (!results.ok()) {
-        fail(absl::StrCat("stream: ", results.status().ToString()));
-      } else {
-        for (int i = 0; i < kStreamItems; ++i) {
-          const auto& item = (*results)[i];
-          if (!item.ok()) {
-            fail(absl::StrCat("stream item: ", item.status().ToString()));
-          } else if (TensorValues(item->output()) != QuantizedMatMulReference(cases[i])) {
-            fail("stream item: a wrong answer");
-          } else {
-            ++answers_checked;
-          }
-        }
-      }
-      ++rounds_done;
-    }
-  };
+  RunLoadStoppingOneReplica(**client);
+}
 
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(load, t);
-  // A third of the way in, replica 1 is stopped while calls are in flight.
-  while (rounds_done.load() < kThreads * kRounds / 3) absl::SleepFor(absl::Milliseconds(1));
-  const double answered_by_stopped = Answered(1);
-  absl::StatusOr<int> exit_code = servers_[1]->Stop();
-  const int rounds_at_stop = rounds_done.load();
-  for (std::thread& thread : threads) thread.join();
-
-  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
-  EXPECT_EQ(*exit_code, 0) << servers_[1]->Output();
-  {
-    absl::MutexLock lock(&failures_mu);
-    EXPECT_THAT(failures, ::testing::IsEmpty()) << servers_[1]->Output();
+// The same load through a dns: target, the Kubernetes setup (a headless
+// Service): one name with the three replicas behind it (127.0.0.1-3, one
+// port, served by a DNS server of the test's own that the target names as
+// its authority). A call the stopping replica refuses (UNAVAILABLE) is sent
+// again and lands on another (the channel's retry policy), as with a list.
+TEST_F(ReplicaTest, ADnsTargetLosesNoRequestWhenOneReplicaStops) {
+  absl::StatusOr<int> port = FreePortOnEvery({"127.0.0.1", "127.0.0.2", "127.0.0.3"});
+  ASSERT_TRUE(port.ok()) << port.status();
+  StartReplicas({absl::StrCat("127.0.0.1:", *port), absl::StrCat("127.0.0.2:", *port),
+                 absl::StrCat("127.0.0.3:", *port)});
+  absl::StatusOr<std::unique_ptr<FakeDnsServer>> dns =
+      FakeDnsServer::Start({"127.0.0.1", "127.0.0.2", "127.0.0.3"});
+  ASSERT_TRUE(dns.ok()) << dns.status();
+  client::ClientOptions options;
+  options.default_timeout = absl::Seconds(60);
+  // Registered on each replica directly: the client would resolve the name
+  // with the machine's resolver, which does not know it.
+  for (const auto& server : servers_) {
+    absl::StatusOr<std::unique_ptr<client::Client>> one =
+        client::Client::Connect(server->grpc_address(), options);
+    ASSERT_TRUE(one.ok());
+    ASSERT_TRUE((*one)->RegisterTensor(MatMulB(own_weights_), "client-b").ok());
   }
-  EXPECT_EQ(answers_checked.load(), kThreads * kRounds * (1 + kStreamItems));
-  EXPECT_LT(rounds_at_stop, kThreads * kRounds) << "the stop came after the load had ended";
-  // Every replica served a share before the stop; the other two after it.
-  EXPECT_GT(answered_by_stopped, 0);
-  for (int i : {0, 2}) EXPECT_GT(Answered(i), answered_by_stopped / 2) << "replica " << i;
-  // The load the stopped replica no longer took went to the others.
-  const double total = Answered(0) + Answered(2);
-  EXPECT_GE(total + answered_by_stopped, kThreads * kRounds * (1 + kStreamItems) / 2);
+  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Connect(
+      absl::StrCat("dns://", (*dns)->address(), "/replicas.test:", *port), options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  RunLoadStoppingOneReplica(**client);
+  EXPECT_GT((*dns)->a_queries(), 0) << "the name was not resolved through the test's server";
 }
 
 TEST_F(ReplicaTest, RegisterAndReleaseReachEveryReplicaAndNameTheOneThatRefused) {

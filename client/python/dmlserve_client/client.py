@@ -46,6 +46,26 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # none itself). Execute has no side effects, so the next replica may take it.
 _TRY_NEXT_REPLICA = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
+# The balanced channel of a dns: target stands for every replica behind the
+# name, so a call one of them refuses before computing it (UNAVAILABLE: it is
+# draining, or its connection failed; CANCELLED: its connection closed under
+# the call) is made again, and round_robin picks another replica for the new
+# attempt: what _call does over a list. The same as the C++ client's
+# (client/cpp/endpoint_set.cc, kBalancedServiceConfig); gRPC allows at most 5
+# attempts.
+_BALANCED_SERVICE_CONFIG = """{
+  "methodConfig": [{
+    "name": [{"service": "dmlserve.v1.OperatorService"}],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.01s",
+      "maxBackoff": "0.2s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
+    }
+  }]
+}"""
+
 
 class _RefusedBeforeAnyAnswer(Exception):
     def __init__(self, error: DmlserveError) -> None:
@@ -154,7 +174,9 @@ class Client:
                                  "(dns:///name:port)")
             self._dns = _split_host_port(name)
             self._endpoints = [_Endpoint(address, self._channel(
-                address, [("grpc.lb_policy_name", "round_robin")]))]
+                address, [("grpc.lb_policy_name", "round_robin"),
+                          ("grpc.service_config", _BALANCED_SERVICE_CONFIG),
+                          ("grpc.per_rpc_retry_buffer_size", 2**31 - 1)]))]
         else:
             self._endpoints = []
             for part in (p.strip() for p in address.split(",")):
