@@ -2,6 +2,8 @@
 
 namespace dmlserve {
 
+absl::Status DrainGate::Refusal() { return absl::UnavailableError("the server is shutting down"); }
+
 bool DrainGate::TryEnter() {
   absl::MutexLock lock(&mutex_);
   if (draining_) return false;

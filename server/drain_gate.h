@@ -11,6 +11,7 @@
 // flight, no longer.
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -18,10 +19,13 @@ namespace dmlserve {
 
 class DrainGate {
  public:
-  // False once draining began: the caller rejects the call (UNAVAILABLE).
+  // False once draining began: the caller rejects the call with Refusal().
   // Otherwise the call is admitted and the caller must call Exit() when it is
   // done.
   bool TryEnter();
+  // What a call refused while draining gets: UNAVAILABLE, which clients take
+  // as "try another replica".
+  static absl::Status Refusal();
   void Exit();
 
   void BeginDrain();

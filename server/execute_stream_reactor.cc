@@ -11,7 +11,6 @@
 #include "server/wire_messages.h"
 
 namespace dmlserve {
-namespace {}  // namespace
 
 ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
                                            RequestExecutor* executor, DrainGate* gate,
@@ -27,7 +26,7 @@ ExecuteStreamReactor::ExecuteStreamReactor(grpc::CallbackServerContext* context,
       absl::MutexLock lock(&mutex_);
       finished_ = true;
     }
-    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    Finish(ToGrpcStatus(DrainGate::Refusal()));
     return;
   }
   {

@@ -85,7 +85,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
                                                     grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (!gate_->TryEnter()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    reactor->Finish(ToGrpcStatus(DrainGate::Refusal()));
     return reactor;
   }
   // Both messages are read only while this runs (payloads move on into the

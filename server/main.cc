@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -139,6 +140,88 @@ absl::Status LoadRepository(const std::string& directory, uint64_t max_tensor_by
 }
 
 // Serves until `control` asks for a stop, then drains; returns the exit code.
+// Loads --tensor_repository (if given) into `tensors`, exports its metrics,
+// and reloads it when `control` asks. The caller stops reloads
+// (ServerControl::StopReloads) before `config`, `tensors` and `registry` go.
+absl::Status ServeTensorRepository(const ServerConfig& config, TensorRegistry& tensors,
+                                   prometheus::Registry& registry,
+                                   metrics::ScrapeTimeGauges& gauges, ServerControl& control) {
+  // The repository is loaded before the server listens: it never reports
+  // SERVING (health, KServe ready) without the weights it was started with.
+  if (!config.tensor_repository.empty()) {
+    absl::Status loaded = LoadRepository(config.tensor_repository, config.max_request_bytes,
+                                         tensors, /*metrics=*/nullptr);
+    if (!loaded.ok()) {
+      return absl::Status(
+          loaded.code(),
+          absl::StrCat("--tensor_repository=", config.tensor_repository, ": ", loaded.message()));
+    }
+  }
+  prometheus::Family<prometheus::Counter>& reloads =
+      prometheus::BuildCounter()
+          .Name("dmlserve_tensor_repository_reloads_total")
+          .Help(
+              "Reloads of --tensor_repository (SIGHUP, or a Windows service's PARAMCHANGE), by "
+              "result (ok: the new set serves; "
+              "error: the previous set keeps serving, the error is on stderr).")
+          .Register(registry);
+  reloads.Add({{"result", "ok"}});
+  reloads.Add({{"result", "error"}});
+  gauges.Add("dmlserve_tensor_repository_tensors", "Tensors served from --tensor_repository.",
+             [&tensors] {
+               return metrics::ScrapeTimeGauges::Samples{
+                   {{}, static_cast<double>(tensors.repository_size())}};
+             });
+  if (!config.tensor_repository.empty()) {
+    control.OnReload([&config, &tensors, &reloads] {
+      const absl::Status reloaded =
+          LoadRepository(config.tensor_repository, config.max_request_bytes, tensors, &reloads);
+      if (!reloaded.ok()) {
+        LogError(absl::StrCat("reload: --tensor_repository=", config.tensor_repository,
+                              " not reloaded, the ", tensors.repository_size(),
+                              " tensors loaded before keep serving: ", reloaded.ToString()));
+      }
+    });
+  }
+  return absl::OkStatus();
+}
+
+// A graceful stop: new calls are refused from here on; those in flight get
+// until --shutdown_timeout to finish (their jobs still run). Then gRPC shuts
+// down at once (it cancels whatever is left and closes the connections), and
+// the scheduler's workers end.
+void Drain(const ServerConfig& config, ServingHealth& serving_health, DrainGate& gate,
+           grpc::Server& server, Scheduler& scheduler) {
+  serving_health.Detach();
+  server.GetHealthCheckService()->SetServingStatus(false);
+  gate.BeginDrain();
+  if (!gate.WaitForIdle(absl::Now() + config.shutdown_timeout)) {
+    LogWarning(absl::StrCat(gate.active(), " calls still open after --shutdown_timeout=",
+                            absl::FormatDuration(config.shutdown_timeout), "; cancelling"));
+  }
+  server.Shutdown(std::chrono::system_clock::now());
+  server.Wait();
+  scheduler.Shutdown();
+}
+
+// Starts gRPC on --listen with `services`, health checking and (unless
+// turned off) reflection; `port` receives the port it listens on.
+absl::StatusOr<std::unique_ptr<grpc::Server>> ListenForGrpc(
+    const ServerConfig& config, std::initializer_list<grpc::Service*> services, int& port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  if (config.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen, ListenerCredentials(config), &port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  ConfigureGrpc(config, builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen=", config.listen, ": cannot listen for gRPC there"));
+  }
+  return server;
+}
+
 int Run(const ServerConfig& server_config, ServerControl& control) {
   const ServerConfig* config = &server_config;
   absl::StatusOr<HostPort> listen = ParseHostPort(config->listen);
@@ -177,45 +260,12 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   service_metrics.ObserveDevices(&scheduler);
   service_metrics.ObserveTensorRegistry(&tensors);
 
-  // The repository is loaded before the server listens: it never reports
-  // SERVING (health, KServe ready) without the weights it was started with.
-  if (!config->tensor_repository.empty()) {
-    absl::Status loaded = LoadRepository(config->tensor_repository, config->max_request_bytes,
-                                         tensors, /*metrics=*/nullptr);
-    if (!loaded.ok()) {
-      return Fail(absl::Status(
-          loaded.code(),
-          absl::StrCat("--tensor_repository=", config->tensor_repository, ": ", loaded.message())));
-    }
-  }
-  prometheus::Family<prometheus::Counter>& reloads =
-      prometheus::BuildCounter()
-          .Name("dmlserve_tensor_repository_reloads_total")
-          .Help(
-              "Reloads of --tensor_repository (SIGHUP, or a Windows service's PARAMCHANGE), by "
-              "result (ok: the new set serves; "
-              "error: the previous set keeps serving, the error is on stderr).")
-          .Register(*registry);
-  reloads.Add({{"result", "ok"}});
-  reloads.Add({{"result", "error"}});
-  gauges->Add("dmlserve_tensor_repository_tensors", "Tensors served from --tensor_repository.",
-              [&tensors] {
-                return metrics::ScrapeTimeGauges::Samples{
-                    {{}, static_cast<double>(tensors.repository_size())}};
-              });
   // Reloads end before what they use (the registry, the counter) goes, on
   // every way out of this function.
   absl::Cleanup stop_reloads = [&control] { control.StopReloads(); };
-  if (!config->tensor_repository.empty()) {
-    control.OnReload([config, &tensors, &reloads] {
-      const absl::Status reloaded =
-          LoadRepository(config->tensor_repository, config->max_request_bytes, tensors, &reloads);
-      if (!reloaded.ok()) {
-        LogError(absl::StrCat("reload: --tensor_repository=", config->tensor_repository,
-                              " not reloaded, the ", tensors.repository_size(),
-                              " tensors loaded before keep serving: ", reloaded.ToString()));
-      }
-    });
+  if (absl::Status served = ServeTensorRepository(*config, tensors, *registry, *gauges, control);
+      !served.ok()) {
+    return Fail(served);
   }
 
   OperatorServiceOptions service_options;
@@ -235,19 +285,11 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
   KServeService kserve(&scheduler, service.executor(), &gate, DMLSERVE_VERSION);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  if (config->reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(config->listen, ListenerCredentials(*config), &grpc_port);
-  builder.RegisterService(&service);
-  builder.RegisterService(&kserve);
-  ConfigureGrpc(*config, builder);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || grpc_port == 0) {
-    return Fail(absl::UnavailableError(
-        absl::StrCat("--listen=", config->listen, ": cannot listen for gRPC there")));
-  }
+  absl::StatusOr<std::unique_ptr<grpc::Server>> listening =
+      ListenForGrpc(*config, {&service, &kserve}, grpc_port);
+  if (!listening.ok()) return Fail(listening.status());
+  std::unique_ptr<grpc::Server> server = *std::move(listening);
   server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
   int devices_serving = 0;
   for (const DeviceStatus& device : scheduler.devices()) devices_serving += device.healthy ? 1 : 0;
@@ -279,19 +321,7 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
 
   const std::string reason = control.WaitForStop();
   LogInfo(absl::StrCat(reason, ", draining"));
-  // New calls are refused from here on; those in flight get until the
-  // deadline to finish (their jobs still run). Then gRPC shuts down at once:
-  // it cancels whatever is left and closes the connections.
-  serving_health.Detach();
-  server->GetHealthCheckService()->SetServingStatus(false);
-  gate.BeginDrain();
-  if (!gate.WaitForIdle(absl::Now() + config->shutdown_timeout)) {
-    LogWarning(absl::StrCat(gate.active(), " calls still open after --shutdown_timeout=",
-                            absl::FormatDuration(config->shutdown_timeout), "; cancelling"));
-  }
-  server->Shutdown(std::chrono::system_clock::now());
-  server->Wait();
-  scheduler.Shutdown();
+  Drain(*config, serving_health, gate, *server, scheduler);
   LogInfo("stopped");
   return 0;
 }

@@ -1,9 +1,11 @@
 #include "server/operator_service.h"
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "google/protobuf/arena.h"
 #include "server/client_deadline.h"
 #include "server/execute_stream_reactor.h"
@@ -20,8 +22,27 @@ namespace {
 // message (more dimensions, longer ids) continues on the heap.
 constexpr size_t kRequestArenaBlockBytes = 4096;
 
-grpc::Status ShuttingDown() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+// The small unary RPCs (all but Execute): refused while draining, the
+// request parsed (INVALID_ARGUMENT when it does not), then `handle` makes the
+// response or the error, and the call is finished on this thread.
+template <typename Request, typename Handle>
+grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context, const DrainGate& gate,
+                                     const grpc::ByteBuffer* request_bytes,
+                                     grpc::ByteBuffer* response_bytes, Handle handle) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (gate.draining()) {
+    reactor->Finish(ToGrpcStatus(DrainGate::Refusal()));
+    return reactor;
+  }
+  Request request;
+  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  auto response = handle(request);  // absl::StatusOr<Response>
+  reactor->Finish(response.ok() ? SerializeMessage(*response, response_bytes)
+                                : ToGrpcStatus(response.status()));
+  return reactor;
 }
 
 }  // namespace
@@ -48,7 +69,7 @@ grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* 
   // forms and never computed.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (!gate_->TryEnter()) {
-    reactor->Finish(ShuttingDown());
+    reactor->Finish(ToGrpcStatus(DrainGate::Refusal()));
     return reactor;
   }
   // The executor reads the request only while Execute runs (its payloads
@@ -96,74 +117,46 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* OperatorService::Ex
 grpc::ServerUnaryReactor* OperatorService::RegisterTensor(grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request_bytes,
                                                           grpc::ByteBuffer* response_bytes) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (gate_->draining()) {
-    reactor->Finish(ShuttingDown());
-    return reactor;
-  }
-  v1::RegisterTensorRequest request;
-  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
-  v1::Tensor* proto = request.mutable_tensor();
-  const std::string requested_id = proto->tensor_id();
-  absl::StatusOr<Tensor> tensor = DecodeTensorData(proto, "tensor", options_.max_request_bytes);
-  if (!tensor.ok()) {
-    reactor->Finish(ToGrpcStatus(tensor.status()));
-    return reactor;
-  }
-  const uint64_t byte_size = tensor->byte_size();
-  absl::StatusOr<std::string> id = tensors_->Register(requested_id, *std::move(tensor));
-  if (!id.ok()) {
-    reactor->Finish(ToGrpcStatus(id.status()));
-    return reactor;
-  }
-  v1::RegisterTensorResponse response;
-  response.set_tensor_id(*std::move(id));
-  response.set_byte_size(byte_size);
-  reactor->Finish(SerializeMessage(response, response_bytes));
-  return reactor;
+  return ServeUnary<v1::RegisterTensorRequest>(
+      context, *gate_, request_bytes, response_bytes,
+      [this](v1::RegisterTensorRequest& request) -> absl::StatusOr<v1::RegisterTensorResponse> {
+        v1::Tensor* proto = request.mutable_tensor();
+        const std::string requested_id = proto->tensor_id();
+        absl::StatusOr<Tensor> tensor =
+            DecodeTensorData(proto, "tensor", options_.max_request_bytes);
+        if (!tensor.ok()) return tensor.status();
+        const uint64_t byte_size = tensor->byte_size();
+        absl::StatusOr<std::string> id = tensors_->Register(requested_id, *std::move(tensor));
+        if (!id.ok()) return id.status();
+        v1::RegisterTensorResponse response;
+        response.set_tensor_id(*std::move(id));
+        response.set_byte_size(byte_size);
+        return response;
+      });
 }
 
 grpc::ServerUnaryReactor* OperatorService::ReleaseTensor(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (gate_->draining()) {
-    reactor->Finish(ShuttingDown());
-    return reactor;
-  }
-  v1::ReleaseTensorRequest request;
-  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
-  if (absl::Status released = tensors_->Release(request.tensor_id()); !released.ok()) {
-    reactor->Finish(ToGrpcStatus(released));
-    return reactor;
-  }
-  reactor->Finish(SerializeMessage(v1::ReleaseTensorResponse(), response_bytes));
-  return reactor;
+  return ServeUnary<v1::ReleaseTensorRequest>(
+      context, *gate_, request_bytes, response_bytes,
+      [this](v1::ReleaseTensorRequest& request) -> absl::StatusOr<v1::ReleaseTensorResponse> {
+        if (absl::Status released = tensors_->Release(request.tensor_id()); !released.ok()) {
+          return released;
+        }
+        return v1::ReleaseTensorResponse();
+      });
 }
 
 grpc::ServerUnaryReactor* OperatorService::GetServerInfo(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (gate_->draining()) {
-    reactor->Finish(ShuttingDown());
-    return reactor;
-  }
-  v1::GetServerInfoRequest request;
-  if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
-  reactor->Finish(SerializeMessage(BuildServerInfo(options_.version, options_.max_request_bytes,
-                                                   options_.adapters, *scheduler_, *tensors_),
-                                   response_bytes));
-  return reactor;
+  return ServeUnary<v1::GetServerInfoRequest>(
+      context, *gate_, request_bytes, response_bytes,
+      [this](v1::GetServerInfoRequest&) -> absl::StatusOr<v1::GetServerInfoResponse> {
+        return BuildServerInfo(options_.version, options_.max_request_bytes, options_.adapters,
+                               *scheduler_, *tensors_);
+      });
 }
 
 }  // namespace dmlserve

@@ -177,22 +177,6 @@ void NarrowPack(const int8_t* strip, size_t quads, int8_t* out) {
   }
 }
 
-// One group of 4 quads for kRows rows: `row(i)` gives row i's 4 quads of A.
-template <int kRows, typename RowQuads>
-DMLSERVE_ALWAYS_INLINE void NarrowStep(const int8_t* group, RowQuads row, __m512i* acc) {
-  __m512i columns[4];
-#pragma GCC unroll 4
-  for (int v = 0; v < 4; ++v) columns[v] = _mm512_loadu_si512(group + v * 64);
-#pragma GCC unroll 6
-  for (int i = 0; i < kRows; ++i) {
-    const __m512i quads_of_row = _mm512_broadcast_i32x4(row(i));
-#pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      acc[4 * i + v] = _mm512_dpbusd_epi32(acc[4 * i + v], quads_of_row, columns[v]);
-    }
-  }
-}
-
 // Groups [0, groups) of kRows rows. With kPartial, `groups` is 1 and only
 // `partial_quads` (1..3) of it are read: a masked load, as A may end right
 // after them. Whole groups read 16 bytes of each row, folded into the

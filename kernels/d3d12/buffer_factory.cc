@@ -39,7 +39,6 @@ absl::StatusOr<ComPtr<ID3D12Resource>> BufferFactory::Create(HeapKind kind, uint
     return HResultError(hr, absl::StrCat("CreateCommittedResource(", size_bytes, " bytes)"));
   }
   creations_.fetch_add(1, std::memory_order_relaxed);
-  created_bytes_.fetch_add(size_bytes, std::memory_order_relaxed);
   return resource;
 }
 

@@ -26,16 +26,14 @@ class BufferFactory {
 
   absl::StatusOr<ComPtr<ID3D12Resource>> Create(HeapKind kind, uint64_t size_bytes);
 
-  // How many buffers this factory has created, and their total size.
+  // How many buffers this factory has created.
   uint64_t creations() const { return creations_.load(std::memory_order_relaxed); }
-  uint64_t created_bytes() const { return created_bytes_.load(std::memory_order_relaxed); }
 
   ID3D12Device* device() const { return device_.get(); }
 
  private:
   ComPtr<ID3D12Device> device_;
   std::atomic<uint64_t> creations_{0};
-  std::atomic<uint64_t> created_bytes_{0};
 };
 
 }  // namespace dmlserve::d3d12

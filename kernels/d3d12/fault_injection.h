@@ -37,8 +37,6 @@ class FaultInjector {
            static_cast<uint64_t>(fail_after_batches_);
   }
 
-  bool enabled() const { return fail_after_batches_ >= 0; }
-
  private:
   const int fail_after_batches_;
   std::atomic<uint64_t> submissions_{0};

@@ -28,12 +28,6 @@ bool ParseName(absl::string_view text, const char* const (&names)[N], E* out) {
   return false;
 }
 
-uint32_t Log2(uint32_t v) {
-  uint32_t s = 0;
-  while ((1u << s) < v) ++s;
-  return s;
-}
-
 bool IsPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Emits the per-format arithmetic of a scan. A value lives in one temp:
