@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${DMLSERVE_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# Warnings in the project's own code fail the build (DMLSERVE_WERROR; see
+# CMakeLists.txt for which and why).
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDMLSERVE_WERROR=ON "$@" >/dev/null
 read -r -a targets <<<"${DMLSERVE_BUILD_TARGETS:-}"
 if ((${#targets[@]} > 0)); then
   cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"

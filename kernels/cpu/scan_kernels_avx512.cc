@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
+DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 
 namespace dmlserve::scan_internal {
 namespace avx512 {
@@ -212,5 +213,6 @@ const ScanTable& Avx512ScanTable() {
 
 }  // namespace dmlserve::scan_internal
 
+DMLSERVE_IGNORE_UNINITIALIZED_END
 DMLSERVE_ISA_END
 #endif  // DMLSERVE_X86

@@ -33,7 +33,9 @@ void ExpectInvalid(const absl::Status& status, const std::string& field,
                    const std::string& detail = "") {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_THAT(std::string(status.message()), StartsWith(field + ":"));
-  if (!detail.empty()) EXPECT_THAT(std::string(status.message()), HasSubstr(detail));
+  if (!detail.empty()) {
+    EXPECT_THAT(std::string(status.message()), HasSubstr(detail));
+  }
 }
 
 // --- ValidateTensor -----------------------------------------------------------

@@ -223,7 +223,9 @@ TEST(MetricsEndpointTest, EveryScrapeSeesCurrentValues) {
                                      .Register(*served.registry)
                                      .Add({});
   int held = 0;
-  served.gauges->Add("held", "Held.", [&held] { return ScrapeTimeGauges::Samples{{{}, held}}; });
+  served.gauges->Add("held", "Held.", [&held] {
+    return ScrapeTimeGauges::Samples{{{}, static_cast<double>(held)}};
+  });
   ASSERT_TRUE(served.Start());
   for (int i = 1; i <= 3; ++i) {
     counter.Increment();

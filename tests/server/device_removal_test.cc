@@ -80,7 +80,9 @@ class LastDeviceRemovalTest : public ServerTest {
       ScanCase scan = RandomScanCase(bitgen, absl::StrCat("scan", i));
       v1::ExecuteResponse response;
       status = Execute(scan.request, &response);
-      if (status.ok()) EXPECT_EQ(TensorValues(response.output()), scan.expected);
+      if (status.ok()) {
+        EXPECT_EQ(TensorValues(response.output()), scan.expected);
+      }
     }
     return status;
   }

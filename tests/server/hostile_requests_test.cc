@@ -57,9 +57,10 @@ TEST_F(HostileRequestTest, ATallProductWithKOfOneNeedsLittleMoreThanItsOperands)
   // server's tensors a few times over (8 MiB each); 1.4 GiB of row
   // descriptions would not fit under this.
   const uint64_t growth = server_->PeakResidentBytes() - peak_before;
-  if (ResidentSizeIsMeaningful())
+  if (ResidentSizeIsMeaningful()) {
     EXPECT_LT(growth, TallProductGrowthBound())
         << "peak resident size grew by " << (growth >> 20) << " MiB";
+  }
   ExpectServerStillAnswers();
 }
 

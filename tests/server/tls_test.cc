@@ -118,7 +118,9 @@ class TlsTest : public ::testing::Test {
       ++answered;
     }
     status = stream->Finish();
-    if (status.ok()) EXPECT_EQ(answered, 3);
+    if (status.ok()) {
+      EXPECT_EQ(answered, 3);
+    }
     return status;
   }
 
