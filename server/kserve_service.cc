@@ -5,17 +5,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "google/protobuf/arena.h"
 #include "server/client_deadline.h"
 #include "server/kserve_translation.h"
+#include "server/request_arena.h"
 #include "server/status_conversion.h"
 #include "server/wire_messages.h"
 
 namespace dmlserve {
 namespace {
-
-// As in OperatorService::Execute: the first block of the request's arena.
-constexpr size_t kRequestArenaBlockBytes = 4096;
 
 grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
                                      const grpc::Status& status) {
@@ -90,12 +87,8 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   }
   // Both messages are read only while this runs (payloads move on into the
   // native request, then the job); their objects come from a stack arena.
-  alignas(8) char arena_block[kRequestArenaBlockBytes];
-  google::protobuf::ArenaOptions arena_options;
-  arena_options.initial_block = arena_block;
-  arena_options.initial_block_size = sizeof(arena_block);
-  google::protobuf::Arena arena(arena_options);
-  auto& infer = *google::protobuf::Arena::CreateMessage<inference::ModelInferRequest>(&arena);
+  RequestArena arena;
+  auto& infer = arena.Create<inference::ModelInferRequest>();
   absl::Status parsed = ParseMessage(*request_bytes, &infer);
   absl::StatusOr<v1::ExecuteRequest> native =
       parsed.ok() ? kserve::ToExecuteRequest(&infer) : absl::StatusOr<v1::ExecuteRequest>(parsed);

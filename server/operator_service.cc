@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "google/protobuf/arena.h"
 #include "server/client_deadline.h"
 #include "server/execute_stream_reactor.h"
+#include "server/request_arena.h"
 #include "server/request_decoder.h"
 #include "server/server_info.h"
 #include "server/status_conversion.h"
@@ -16,11 +16,6 @@
 
 namespace dmlserve {
 namespace {
-
-// The first arena block of a unary request: room for a matrix multiply's
-// eight tensor messages with their size lists and string headers; a larger
-// message (more dimensions, longer ids) continues on the heap.
-constexpr size_t kRequestArenaBlockBytes = 4096;
 
 // The small unary RPCs (all but Execute): refused while draining, the
 // request parsed (INVALID_ARGUMENT when it does not), then `handle` makes the
@@ -73,16 +68,9 @@ grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* 
     return reactor;
   }
   // The executor reads the request only while Execute runs (its payloads
-  // move into the job), so it lives on this stack, and so do its objects:
-  // sub-messages, size lists and string headers (about 20 allocations for a
-  // matrix multiply) come from an arena whose first block is here. Tensor
-  // bytes still get heap buffers of their own, which the job adopts.
-  alignas(8) char arena_block[kRequestArenaBlockBytes];
-  google::protobuf::ArenaOptions arena_options;
-  arena_options.initial_block = arena_block;
-  arena_options.initial_block_size = sizeof(arena_block);
-  google::protobuf::Arena arena(arena_options);
-  v1::ExecuteRequest& request = *google::protobuf::Arena::CreateMessage<v1::ExecuteRequest>(&arena);
+  // move into the job), so it lives on this stack (see RequestArena).
+  RequestArena arena;
+  v1::ExecuteRequest& request = arena.Create<v1::ExecuteRequest>();
   if (absl::Status parsed = ParseMessage(*request_bytes, &request); !parsed.ok()) {
     executor_.RecordUnparsable(request_bytes->Length(), parsed);
     reactor->Finish(ToGrpcStatus(parsed));

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import socket
 import time
@@ -53,18 +54,14 @@ _TRY_NEXT_REPLICA = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 # attempt: what _call does over a list. The same as the C++ client's
 # (client/cpp/endpoint_set.cc, kBalancedServiceConfig); gRPC allows at most 5
 # attempts.
-_BALANCED_SERVICE_CONFIG = """{
-  "methodConfig": [{
-    "name": [{"service": "dmlserve.v1.OperatorService"}],
-    "retryPolicy": {
-      "maxAttempts": 5,
-      "initialBackoff": "0.01s",
-      "maxBackoff": "0.2s",
-      "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
-    }
-  }]
-}"""
+_BALANCED_SERVICE_CONFIG = json.dumps({
+    "methodConfig": [{
+        "name": [{"service": "dmlserve.v1.OperatorService"}],
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.01s", "maxBackoff": "0.2s",
+                        "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]},
+    }],
+})
 
 
 class _RefusedBeforeAnyAnswer(Exception):
