@@ -24,7 +24,9 @@ bool RunsBefore(const Batch& a, const Batch& b) {
 
 }  // namespace
 
-BatchQueue::BatchQueue(const BatchLimits& limits) : limits_(limits) {}
+BatchQueue::BatchQueue(const BatchLimits& limits)
+    : limits_{std::max(1, limits.max_batch_size), std::max<uint64_t>(1, limits.max_batch_bytes),
+              std::max(absl::ZeroDuration(), limits.max_queue_delay)} {}
 
 bool BatchQueue::IsDue(const Batch& batch, absl::Time now) const {
   return batch.created + limits_.max_queue_delay <= now;
@@ -79,7 +81,19 @@ void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t ow
   }
 }
 
-bool BatchQueue::HasRunnable(absl::Time now, bool idle) const {
+bool BatchQueue::HasRunnable(absl::Time now, bool idle, const Device* only_for) const {
+  if (only_for != nullptr) {
+    auto supported = [only_for](const auto& batch) {
+      return only_for->Supports(batch->key.kind());
+    };
+    if (std::any_of(closed_.begin(), closed_.end(), supported)) return true;
+    for (const auto& batch : open_) {
+      if (!idle && !IsDue(*batch, now)) return false;  // the rest are younger
+      if (batch.get() == held_ && !HoldOver(*held_, now)) continue;
+      if (supported(batch)) return true;
+    }
+    return false;
+  }
   if (!closed_.empty()) return true;
   if (open_.empty()) return false;
   if (!idle) return IsDue(*open_.front(), now);
@@ -138,7 +152,14 @@ void BatchQueue::CloseAll() {
   while (!open_.empty()) Close(open_.front().get());
 }
 
-absl::Time BatchQueue::NextDueTime() const {
+absl::Time BatchQueue::NextDueTime(const Device* only_for) const {
+  if (only_for != nullptr) {
+    for (const auto& batch : open_) {
+      if (!only_for->Supports(batch->key.kind())) continue;
+      return batch.get() == held_ ? batch->held_until : batch->created + limits_.max_queue_delay;
+    }
+    return absl::InfiniteFuture();
+  }
   if (open_.empty()) return absl::InfiniteFuture();
   const absl::Time due = open_.front()->created + limits_.max_queue_delay;
   return held_ != nullptr ? std::min(due, held_->held_until) : due;
@@ -152,6 +173,25 @@ std::shared_ptr<Job> BatchQueue::Remove(Job* job) {
   job->waiting_in = nullptr;
   --job_count_;
   if (batch->jobs.empty()) Unlink(batch);
+  return removed;
+}
+
+std::vector<std::shared_ptr<Job>> BatchQueue::RemoveAll(OperatorKind kind) {
+  std::vector<Batch*> doomed;
+  for (BatchList* list : {&open_, &closed_}) {
+    for (auto& batch : *list) {
+      if (batch->key.kind() == kind) doomed.push_back(batch.get());
+    }
+  }
+  std::vector<std::shared_ptr<Job>> removed;
+  for (Batch* batch : doomed) {
+    std::unique_ptr<Batch> owned = Unlink(batch);
+    job_count_ -= owned->jobs.size();
+    for (auto& job : owned->jobs) {
+      job->waiting_in = nullptr;
+      removed.push_back(std::move(job));
+    }
+  }
   return removed;
 }
 

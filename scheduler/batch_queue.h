@@ -48,16 +48,11 @@
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch.h"
+#include "scheduler/batch_limits.h"
 #include "scheduler/compatibility_key.h"
 #include "scheduler/job.h"
 
 namespace dmlserve {
-
-struct BatchLimits {
-  int max_batch_size = 64;
-  uint64_t max_batch_bytes = 64ull << 20;
-  absl::Duration max_queue_delay = absl::Microseconds(200);
-};
 
 class BatchQueue {
  public:
@@ -65,6 +60,7 @@ class BatchQueue {
   // resident tensors; small, so preference never starves an old batch.
   static constexpr int kResidencyWindow = 4;
 
+  // Limits below their minimum (see BatchLimits) are raised to it.
   explicit BatchQueue(const BatchLimits& limits);
 
   // Adds a job whose enqueue_time is set, under `key` (its CompatibilityKey)
@@ -75,8 +71,10 @@ class BatchQueue {
   // max_queue_delay passes.
   void Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes, int company = 0);
 
-  // Whether a device could start a batch now; `idle`: it runs none.
-  bool HasRunnable(absl::Time now, bool idle) const;
+  // Whether a device could start a batch now; `idle`: it runs none. With
+  // `only_for`, only batches of operators that device supports count (for a
+  // pool where some device serves a subset; O(batches) rather than O(1)).
+  bool HasRunnable(absl::Time now, bool idle, const Device* only_for = nullptr) const;
 
   // Removes and returns the batch `device` should run next among those
   // `accept` agrees to, or null. Clears waiting_in of its jobs.
@@ -92,7 +90,8 @@ class BatchQueue {
 
   // When the oldest open batch falls due or the held batch's hold ends
   // (InfiniteFuture when neither will): a device's worker waits until then.
-  absl::Time NextDueTime() const;
+  // With `only_for`, of the batches that device supports (O(batches)).
+  absl::Time NextDueTime(const Device* only_for = nullptr) const;
 
   // Whether a batch is held now (waiting for company; not yet runnable by an
   // idle device).
@@ -108,6 +107,8 @@ class BatchQueue {
 
   // Removes every waiting job.
   std::vector<std::shared_ptr<Job>> RemoveAll();
+  // Removes every waiting job of operator `kind` (no device left runs it).
+  std::vector<std::shared_ptr<Job>> RemoveAll(OperatorKind kind);
 
   size_t job_count() const { return job_count_; }
   bool empty() const { return job_count_ == 0; }

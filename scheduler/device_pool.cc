@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace dmlserve {
 
@@ -18,6 +19,13 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
     slot->workers = std::max(1, slot->device->max_inflight_batches());
     slots_.push_back(std::move(slot));
   }
+  for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+    for (const auto& slot : slots_) {
+      const bool supports = slot->device->Supports(static_cast<OperatorKind>(kind));
+      supported_[kind] = supported_[kind] || supports;
+      uniform_ = uniform_ && supports;
+    }
+  }
   healthy_ = static_cast<int>(slots_.size());
   healthy_primary_ = static_cast<int>(primaries);
   if (slots_.empty()) last_failure_ = "no devices configured";
@@ -27,8 +35,16 @@ bool DevicePool::Serves(const Slot& slot) const {
   return slot.healthy && (!slot.fallback || healthy_primary_ == 0);
 }
 
+bool DevicePool::CanServe(OperatorKind kind) const {
+  for (const auto& slot : slots_) {
+    if (Serves(*slot) && slot->device->Supports(kind)) return true;
+  }
+  return false;
+}
+
 bool DevicePool::ShouldTake(const Slot& slot) const {
   if (!Serves(slot) || slot.inflight >= slot.workers) return false;
+  if (!uniform_) return true;
   for (const auto& other : slots_) {
     if (other.get() != &slot && Serves(*other) && other->inflight < other->workers &&
         other->inflight < slot.inflight) {
@@ -38,9 +54,11 @@ bool DevicePool::ShouldTake(const Slot& slot) const {
   return true;
 }
 
-DevicePool::Slot* DevicePool::IdleSlot() {
+DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind) {
   for (const auto& slot : slots_) {
-    if (Serves(*slot) && slot->idle()) return slot.get();
+    if (Serves(*slot) && slot->idle() && (uniform_ || slot->device->Supports(kind))) {
+      return slot.get();
+    }
   }
   return nullptr;
 }
@@ -72,6 +90,7 @@ bool DevicePool::Signal(Slot& slot) {
 }
 
 void DevicePool::WakeOne(bool busy_may_take) {
+  if (!uniform_) return WakeAll();
   for (const auto& slot : slots_) {
     if (Serves(*slot) && slot->idle() && Signal(*slot)) return;
   }
@@ -92,6 +111,52 @@ void DevicePool::WakeAll() {
     slot->wakes_pending = slot->waiting;
     slot->wake.SignalAll();
   }
+}
+
+void DevicePool::Stop() {
+  stopping_ = true;
+  WakeAll();
+}
+
+bool DevicePool::AwaitRecovery(Slot& slot, absl::Mutex* mu, absl::Duration interval,
+                               SchedulerObserver* observer) {
+  if (stopping_ || interval <= absl::ZeroDuration()) return false;
+  if (slot.probing) {
+    // Another worker of this device probes; this one waits for the outcome.
+    Wait(slot, mu, absl::InfiniteFuture());
+    return true;
+  }
+  slot.probing = true;
+  // A batch of the device that ends well wakes nobody: its end is polled.
+  const absl::Time due = absl::Now() + interval;
+  for (absl::Time now = absl::Now(); !stopping_ && (now < due || slot.inflight > 0);
+       now = absl::Now()) {
+    Wait(slot, mu, now < due ? due : now + absl::Milliseconds(100));
+  }
+  if (stopping_) {
+    slot.probing = false;
+    return false;
+  }
+  Device* device = slot.device.get();
+  mu->Unlock();
+  const absl::Status recovered = device->Recover();
+  mu->Lock();
+  slot.probing = false;
+  if (recovered.code() == absl::StatusCode::kUnimplemented) return false;
+  if (!recovered.ok()) {
+    mu->Unlock();
+    if (observer != nullptr) observer->OnDeviceRecoveryFailed(device->description().name, recovered);
+    mu->Lock();
+    return true;
+  }
+  MarkRecovered(slot);
+  const int serving = healthy_;
+  // Its other workers, and the queued work it may take.
+  WakeAll();
+  mu->Unlock();
+  if (observer != nullptr) observer->OnDeviceRecovered(device->description().name, serving);
+  mu->Lock();
+  return true;
 }
 
 bool DevicePool::MarkFailed(Slot& slot, const absl::Status& failure) {

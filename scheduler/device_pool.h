@@ -14,9 +14,18 @@
 //  - who takes the next batch: the serving device running the fewest
 //    batches (least outstanding work). Devices pull, so this turns "whoever
 //    wakes first" into placement;
+//  - which operators each device runs (Device::Supports). When every device
+//    runs every operator (the usual case, and the fast path), the rules
+//    above hold as stated. In a *mixed* pool, where some device serves a
+//    subset, loads are not compared (a less loaded device may be one that
+//    cannot run the batch), every waiting worker is woken for new work, and
+//    each takes only batches of operators its device supports;
 //  - whom to wake: one waiting worker of the device that should take the
 //    work, never all of them (on two cores a stampede costs more than it
-//    saves).
+//    saves);
+//  - when a device taken out of rotation comes back: one of its workers
+//    probes it (Device::Recover) every reprobe interval, reporting the
+//    outcome to the SchedulerObserver.
 //
 // Not thread-safe: the scheduler guards it with its mutex, which its condition
 // variables wait on.
@@ -29,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
+#include "scheduler/scheduler_observer.h"
 
 namespace dmlserve {
 
@@ -66,13 +76,22 @@ class DevicePool {
   // Whether `slot` takes work at all.
   bool Serves(const Slot& slot) const;
 
+  // Whether every device supports every operator (see above).
+  bool uniform() const { return uniform_; }
+  // Whether any device, healthy or not, supports `kind`.
+  bool AnySupports(OperatorKind kind) const {
+    return supported_[static_cast<int>(kind)];
+  }
+  // Whether a device that serves now supports `kind`.
+  bool CanServe(OperatorKind kind) const;
+
   // Whether `slot` should take the next batch: it serves, and no other
   // serving device with a free worker runs fewer batches.
   bool ShouldTake(const Slot& slot) const;
 
-  // A serving device that runs nothing (the least loaded by definition), or
-  // null.
-  Slot* IdleSlot();
+  // A serving device that runs nothing (the least loaded by definition) and
+  // supports `kind`, or null.
+  Slot* IdleSlot(OperatorKind kind);
 
   // Blocks a worker of `slot` on `mu` until woken or `deadline`.
   void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);
@@ -86,11 +105,32 @@ class DevicePool {
   // Wakes one waiting worker that should take work now: one of an idle
   // serving device, or, when `busy_may_take` (a batch a busy device may start
   // is ready, or a new due time must be armed), one of a serving device with
-  // room. Does nothing when no such worker waits.
+  // room. Does nothing when no such worker waits. In a mixed pool it wakes
+  // every waiting worker instead: only they know which batches they can run.
   void WakeOne(bool busy_may_take);
 
   // Wakes every waiting worker (a device failed, or shutdown).
   void WakeAll();
+
+  // From now on, workers waiting for a recovery give up (AwaitRecovery
+  // returns false); wakes every waiting worker. Workers waiting for work
+  // see stopping() and leave once nothing is left to run.
+  void Stop();
+  bool stopping() const { return stopping_; }
+
+  // For a worker of the failed `slot`, with `mu` (the mutex guarding this
+  // pool) held; `mu` is released while the device recovers and while
+  // `observer` (which may be null) hears the outcome. Waits `interval`, and
+  // then until no batch of the device runs (its other workers or a
+  // submitting thread may still be in Execute), probes it once with
+  // Device::Recover and puts it back in rotation when that succeeds. Only
+  // one worker of a device probes; the others wait for the outcome. Returns
+  // false when the worker should exit instead: the pool stops, `interval`
+  // is not positive (probing is off), or the device cannot recover at all
+  // (UNIMPLEMENTED). A failed probe is reported (OnDeviceRecoveryFailed)
+  // and the device probed again after the next interval.
+  bool AwaitRecovery(Slot& slot, absl::Mutex* mu, absl::Duration interval,
+                     SchedulerObserver* observer);
 
   // Takes `slot` out of rotation after `failure`; false when it already was.
   bool MarkFailed(Slot& slot, const absl::Status& failure);
@@ -111,6 +151,9 @@ class DevicePool {
   int healthy_ = 0;
   int healthy_primary_ = 0;
   std::string last_failure_;
+  bool stopping_ = false;
+  bool uniform_ = true;
+  bool supported_[kOperatorKindCount] = {};  // AnySupports, per OperatorKind
 };
 
 }  // namespace dmlserve

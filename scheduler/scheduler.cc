@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -59,9 +58,16 @@ void Complete(std::vector<Completion>& completions) {
 // workers and returns to gRPC, whose connections it also serves.
 constexpr int kMaxBatchesOnCaller = 4;
 
-absl::Status StatusForDeadJob(const Job& job) {
-  if (job.is_cancelled()) return absl::CancelledError("cancelled before it started");
-  return absl::DeadlineExceededError("deadline passed while queued");
+// Removes from `batch` the jobs cancelled or past their deadline at `now`
+// (not to be computed) into `completions`, with the status each reports.
+void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<Completion>& completions) {
+  for (auto& job : batch.RemoveIf(
+           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
+    absl::Status status = job->is_cancelled()
+                              ? absl::CancelledError("cancelled before it started")
+                              : absl::DeadlineExceededError("deadline passed while queued");
+    completions.push_back({std::move(job), std::move(status)});
+  }
 }
 
 }  // namespace
@@ -97,18 +103,21 @@ class Scheduler::Impl : public JobCancellationListener {
   // count of holds_begun_ at its last look, updated.
   absl::Time NextLookLocked(const Slot& slot, bool should_take, absl::Time now,
                             uint64_t& holds_seen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a worker of a failed `slot`: probes the device once
-  // options_.reprobe_interval has passed and none of its batches runs
-  // (Device::Recover; one worker probes, the others wait for the outcome)
-  // and puts it back in rotation when it recovers. False when the worker
-  // should exit instead (shutdown, or probing is off).
-  bool AwaitRecoveryLocked(Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
   // `busy`: the load signal when `batch` was taken (UnderLoadLocked), passed
   // to the device as a BusyCoresScope.
   void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy);
+  // The one way a batch runs, on a worker or a submitting thread: runs
+  // `batch` on `slot` (claimed for it by TakeLocked or Submit) outside the
+  // lock, gives the device back (FinishBatchLocked), reports a device it
+  // took out of rotation, completes what did not run, then delivers the
+  // answers. `busy`: the load signal, passed to the device as a
+  // BusyCoresScope. Returns false when the device failed (the batch's jobs
+  // were requeued, or failed when no device is left).
+  bool RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the batch `slot` should run next, or null; `accept` may refuse a
   // batch. Completes its expired and cancelled jobs into `completions` (null
   // when none is left) and counts it as running on `slot`.
@@ -131,6 +140,18 @@ class Scheduler::Impl : public JobCancellationListener {
   // is left. Returns whether this call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
                          std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // In a mixed pool, after a device failed: fails the waiting jobs of every
+  // operator no serving device runs any more (none would ever take them).
+  void FailUnservableLocked(std::vector<Completion>& completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (int i = 0; i < kOperatorKindCount; ++i) {
+      const auto kind = static_cast<OperatorKind>(i);
+      if (!pool_.AnySupports(kind) || pool_.CanServe(kind)) continue;
+      const absl::Status status = absl::UnavailableError(absl::StrCat(
+          "no healthy device left that runs ", OperatorName(kind), ": ", pool_.last_failure()));
+      for (auto& job : queue_.RemoveAll(kind)) completions.push_back({std::move(job), status});
+    }
+  }
   // Whether all that waits is a batch in its hold, and a worker of `slot`
   // will look at the queue by the hold's end plus hold_backstop without being
   // woken (DevicePool::WillLookBy).
@@ -139,6 +160,11 @@ class Scheduler::Impl : public JobCancellationListener {
     return options_.hold_backstop > absl::ZeroDuration() &&
            !queue_.HasRunnable(now, /*idle=*/true) &&
            pool_.WillLookBy(slot, queue_.hold_end() + options_.hold_backstop);
+  }
+  // In a pool where some device serves a subset of the operators, `slot`'s
+  // device, to look only at batches it supports; null otherwise.
+  const Device* OnlyFor(const Slot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return pool_.uniform() ? nullptr : slot.device.get();
   }
   // Accepts a batch whose every job may run on a submitting thread.
   static auto CheapOn(const Device& device) {
@@ -175,7 +201,7 @@ class Scheduler::Impl : public JobCancellationListener {
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
   DevicePool pool_ ABSL_GUARDED_BY(mu_);
   int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
-  int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
   // Holds begun so far: an idle worker keeps looking at the queue every
   // hold_backstop while this grows (HoldCoveredLocked).
   uint64_t holds_begun_ ABSL_GUARDED_BY(mu_) = 0;
@@ -183,8 +209,7 @@ class Scheduler::Impl : public JobCancellationListener {
   int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;
   // Runs whose answers are not yet delivered (Run to DeliverAnswers):
   // shutdown waits for them too.
-  int delivering_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int delivering_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Written under mu_, read by ReportDepth.
   std::atomic<int> depth_{0};
@@ -199,9 +224,7 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
                       std::vector<std::unique_ptr<Device>> fallback_devices)
     : options_(options),
       observer_(observer),
-      queue_(BatchLimits{std::max(1, options.max_batch_size),
-                         std::max<uint64_t>(1, options.max_batch_bytes),
-                         std::max(absl::ZeroDuration(), options.max_queue_delay)}),
+      queue_(options.batch),
       pool_(std::move(devices), std::move(fallback_devices)) {
   std::vector<Slot*> workers;
   {
@@ -230,14 +253,24 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   // The key hashes an inline B and the sizes walk the operands: done before
   // taking the lock, which then does O(1) work.
   CompatibilityKey key = CompatibilityKey::For(job->operation);
+  const OperatorKind kind = key.kind();
+  // Fixed at construction: read without the lock.
+  if (!pool_.AnySupports(kind)) {
+    return absl::UnimplementedError(
+        absl::StrCat("no device of this server runs ", OperatorName(kind)));
+  }
   const uint64_t own_bytes = OperationBytes(job->operation) - SharedOperandBytes(job->operation);
   mu_.Lock();
   absl::Status refused;
-  if (shutting_down_) {
+  if (pool_.stopping()) {
     refused = absl::UnavailableError("the scheduler is shutting down");
   } else if (pool_.healthy() == 0) {
     refused =
         absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
+  } else if (!pool_.uniform() && !pool_.CanServe(kind)) {
+    refused = absl::UnavailableError(absl::StrCat("no healthy device left that runs ",
+                                                  OperatorName(kind), ": ",
+                                                  pool_.last_failure()));
   } else if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
     refused = absl::ResourceExhaustedError(
         absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
@@ -248,7 +281,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   }
   const absl::Time now = absl::Now();
   job->enqueue_time = now;
-  Slot* idle = options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot() : nullptr;
+  Slot* idle = options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot(kind) : nullptr;
   NoteArrivalLocked(/*found_work=*/idle == nullptr || !queue_.empty());
   int company = 0;
   // Nothing waits and a device is idle: a cheap job runs right here, which
@@ -341,13 +374,13 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
   mu_.Lock();
   for (;;) {
     if (!slot->healthy) {
-      if (!AwaitRecoveryLocked(slot)) break;
+      if (!pool_.AwaitRecovery(*slot, &mu_, options_.reprobe_interval, observer_)) break;
       continue;
     }
     const absl::Time now = absl::Now();
     const bool should_take = pool_.ShouldTake(*slot);
-    if (!should_take || !queue_.HasRunnable(now, slot->idle())) {
-      if (shutting_down_ && queue_.empty() && inflight_batches_ == 0 && delivering_ == 0) break;
+    if (!should_take || !queue_.HasRunnable(now, slot->idle(), OnlyFor(*slot))) {
+      if (pool_.stopping() && queue_.empty() && inflight_batches_ == 0 && delivering_ == 0) break;
       pool_.Wait(*slot, &mu_, NextLookLocked(*slot, should_take, now, holds_seen));
       continue;
     }
@@ -360,20 +393,7 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
 
     ReportDepth();
     Complete(completions);
-    if (batch != nullptr) {
-      std::vector<Answer> answers;
-      absl::Status failure = Run(*slot, *batch, answers);
-      mu_.Lock();
-      const bool removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
-      const int devices_left = pool_.healthy();
-      mu_.Unlock();
-      if (removed_now && observer_ != nullptr) {
-        observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
-      }
-      if (!failure.ok()) ReportDepth();
-      Complete(completions);
-      if (failure.ok()) DeliverAnswers(answers);
-    }
+    if (batch != nullptr) RunAndFinish(slot, std::move(batch), /*busy=*/false);
     mu_.Lock();
   }
   ++slot->exited;
@@ -387,10 +407,13 @@ absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, a
   holds_seen = holds_begun_;
   if (!should_take) return absl::InfiniteFuture();
   // A busy device with room starts the oldest open batch once it is due.
-  if (!slot.idle()) return queue_.NextDueTime();
+  if (!slot.idle()) return queue_.NextDueTime(OnlyFor(slot));
   // An idle one backs up the held batch: arrivals end its hold, this worker
   // only when none came by the hold's end plus the backstop.
-  if (queue_.holding(now)) return queue_.hold_end() + backstop;
+  if (queue_.holding(now)) {
+    return OnlyFor(slot) == nullptr ? queue_.hold_end() + backstop
+                                    : queue_.NextDueTime(OnlyFor(slot)) + backstop;
+  }
   // While holds keep beginning, the worker looks every `backstop` rather
   // than being woken for each (HoldCoveredLocked); once they stop, it sleeps
   // until woken.
@@ -398,60 +421,18 @@ absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, a
   return absl::InfiniteFuture();
 }
 
-bool Scheduler::Impl::AwaitRecoveryLocked(Slot* slot) {
-  if (shutting_down_ || options_.reprobe_interval <= absl::ZeroDuration()) return false;
-  if (slot->probing) {
-    // Another worker of this device probes; this one waits for the outcome.
-    pool_.Wait(*slot, &mu_, absl::InfiniteFuture());
-    return true;
-  }
-  slot->probing = true;
-  // Not before the interval, and never while a batch of the device still
-  // runs (its other workers, or a submitting thread, may be in Execute).
-  // A batch that ends well does not wake anyone: its end is polled.
-  const absl::Time due = absl::Now() + options_.reprobe_interval;
-  for (absl::Time now = absl::Now(); !shutting_down_ && (now < due || slot->inflight > 0);
-       now = absl::Now()) {
-    pool_.Wait(*slot, &mu_, now < due ? due : now + absl::Milliseconds(100));
-  }
-  if (shutting_down_) {
-    slot->probing = false;
-    return false;
-  }
-  Device* device = slot->device.get();
-  mu_.Unlock();
-  const absl::Status recovered = device->Recover();
-  mu_.Lock();
-  slot->probing = false;
-  // A device that cannot recover at all is not probed again.
-  if (recovered.code() == absl::StatusCode::kUnimplemented) return false;
-  if (!recovered.ok()) {
-    std::fprintf(stderr, "dmlserve: %s did not recover: %s\n", device->description().name.c_str(),
-                 recovered.ToString().c_str());
-    return true;  // probed again after the next interval
-  }
-  pool_.MarkRecovered(*slot);
-  const int serving = pool_.healthy();
-  // Its other workers, and the queued work it may take.
-  pool_.WakeAll();
-  mu_.Unlock();
-  std::fprintf(stderr, "dmlserve: %s recovered and serves again\n",
-               device->description().name.c_str());
-  if (observer_ != nullptr) observer_->OnDeviceRecovered(device->description().name, serving);
-  mu_.Lock();
-  return true;
-}
-
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
                                                    std::vector<Completion>& completions) {
-  std::unique_ptr<Batch> batch = queue_.Take(now, slot->idle(), *slot->device, accept);
+  const Device* only_for = OnlyFor(*slot);
+  std::unique_ptr<Batch> batch =
+      only_for == nullptr
+          ? queue_.Take(now, slot->idle(), *slot->device, accept)
+          : queue_.Take(now, slot->idle(), *slot->device, [only_for, accept](const Batch& batch) {
+              return only_for->Supports(batch.key.kind()) && accept(batch);
+            });
   if (batch == nullptr) return nullptr;
-  for (auto& job : batch->RemoveIf(
-           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
-    absl::Status status = StatusForDeadJob(*job);
-    completions.push_back({std::move(job), std::move(status)});
-  }
+  RemoveDeadJobs(*batch, now, completions);
   for (const auto& job : batch->jobs) {
     job->cancellation_listener.store(nullptr, std::memory_order_relaxed);
   }
@@ -465,32 +446,12 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
 void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   auto cheap = CheapOn(*slot->device);
   std::vector<Completion> completions;
-  std::vector<Answer> answers;
   for (int batches = 1; batch != nullptr; ++batches) {
-    absl::Status failure;
-    {
-      const BusyCoresScope cores(busy);
-      failure = Run(*slot, *batch, answers);
-    }
-    bool removed_now;
-    int devices_left;
-    {
-      absl::MutexLock lock(&mu_);
-      removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
-      devices_left = pool_.healthy();
-    }
-    if (removed_now && observer_ != nullptr) {
-      observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
-    }
-    ReportDepth();
-    Complete(completions);
-    // The device is free while this thread sends the answers: a batch that
-    // forms meanwhile runs on the thread whose arrival completes it.
-    if (failure.ok()) DeliverAnswers(answers);
+    const bool ran = RunAndFinish(slot, std::move(batch), busy);
     {
       absl::MutexLock lock(&mu_);
       const absl::Time now = absl::Now();
-      if (failure.ok() && batches < kMaxBatchesOnCaller && !shutting_down_ && !queue_.empty() &&
+      if (ran && batches < kMaxBatchesOnCaller && !pool_.stopping() && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
         batch = TakeLocked(slot, now, cheap, completions);
       }
@@ -509,11 +470,38 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
   }
 }
 
+bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
+  std::vector<Answer> answers;
+  absl::Status failure;
+  {
+    const BusyCoresScope cores(busy);
+    failure = Run(*slot, *batch, answers);
+  }
+  std::vector<Completion> completions;
+  bool removed_now;
+  int devices_left;
+  {
+    absl::MutexLock lock(&mu_);
+    removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+    devices_left = pool_.healthy();
+  }
+  if (removed_now && observer_ != nullptr) {
+    observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
+  }
+  if (!failure.ok()) ReportDepth();
+  Complete(completions);
+  // The device is free while this thread sends the answers: a batch that
+  // forms meanwhile runs on another thread (a worker, or the submitting
+  // thread whose arrival completes it).
+  if (failure.ok()) DeliverAnswers(answers);
+  return failure.ok();
+}
+
 void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
   Deliver(answers);
   absl::MutexLock lock(&mu_);
   --delivering_;
-  if (shutting_down_ && delivering_ == 0) pool_.WakeAll();
+  if (pool_.stopping() && delivering_ == 0) pool_.WakeAll();
 }
 
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
@@ -521,7 +509,7 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
                                         std::vector<Completion>& completions) {
   --inflight_batches_;
   --slot->inflight;
-  if (shutting_down_ && inflight_batches_ == 0) pool_.WakeAll();
+  if (pool_.stopping() && inflight_batches_ == 0) pool_.WakeAll();
   if (failure.ok()) {
     ++delivering_;  // its answers are on their way (DeliverAnswers)
     return false;
@@ -547,6 +535,7 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
       job->cancellation_listener.store(this, std::memory_order_release);
     }
     if (!batch->jobs.empty()) queue_.Requeue(std::move(batch));
+    if (!pool_.uniform()) FailUnservableLocked(completions);
   } else {
     // Nothing can run these any more; fail them rather than leave them hanging.
     const absl::Status status =
@@ -569,11 +558,7 @@ absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch, std::vector<An
   // since its batch formed is still not computed.
   const absl::Time now = absl::Now();
   std::vector<Completion> dead;
-  for (auto& job : batch.RemoveIf(
-           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
-    absl::Status status = StatusForDeadJob(*job);
-    dead.push_back({std::move(job), std::move(status)});
-  }
+  RemoveDeadJobs(batch, now, dead);
   Complete(dead);
   if (batch.jobs.empty()) return absl::OkStatus();
 
@@ -618,9 +603,8 @@ void Scheduler::Impl::Shutdown() {
   std::call_once(shutdown_once_, [this] {
     {
       absl::MutexLock lock(&mu_);
-      shutting_down_ = true;
       queue_.CloseAll();
-      pool_.WakeAll();
+      pool_.Stop();
     }
     for (std::thread& thread : threads_) thread.join();
   });

@@ -6,13 +6,16 @@
 //  - batch_queue.h (the batching policy): jobs grouped by compatibility key
 //    (compatibility_key.h) into batches; an idle device takes the oldest at
 //    once, a busy device with room only a full or max_queue_delay-old one.
-//  - device_pool.h (placement): which devices serve, which takes the next
-//    batch (least loaded), which worker to wake.
+//  - device_pool.h (placement and health): which devices serve, which takes
+//    the next batch (least loaded), which worker to wake, and probing a
+//    failed device until it recovers.
 //  - here: Submit (admission bounded by max_queue; a cheap job on an idle
 //    device runs on the submitting thread, see Device::MayRunOnCallerThread,
 //    and so does a held batch, on the thread of the job that ends its hold),
-//    one worker thread per device slot pulling batches, device failures (the
-//    batch runs again elsewhere), cancellation and shutdown.
+//    one worker thread per device slot pulling batches, one function that
+//    runs a batch and answers its jobs wherever it runs (RunAndFinish),
+//    device failures (the batch runs again elsewhere), cancellation and
+//    shutdown.
 //
 // A device prefers batches whose registered tensors are resident on it
 // (BatchQueue::Take); EvictTensor forwards registry releases to every device.
@@ -25,15 +28,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
+#include "scheduler/batch_limits.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
 namespace dmlserve {
 
 struct SchedulerOptions {
-  int max_batch_size = 64;
-  uint64_t max_batch_bytes = 64ull << 20;
-  absl::Duration max_queue_delay = absl::Microseconds(200);
+  BatchLimits batch;
   // Under sustained load, a batch held for company (see BatchQueue) ends on
   // the thread of the first job to arrive after max_queue_delay, with no
   // thread woken for it: each wake of a sleeping thread costs 10-15 µs of CPU

@@ -1,6 +1,7 @@
 #ifndef DMLSERVE_SCHEDULER_SCHEDULER_OBSERVER_H_
 #define DMLSERVE_SCHEDULER_SCHEDULER_OBSERVER_H_
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kernels/core/operation.h"
@@ -28,6 +29,9 @@ class SchedulerObserver {
   // A device taken out of rotation recovered (SchedulerOptions::
   // reprobe_interval) and serves again; `devices_serving` devices now serve.
   virtual void OnDeviceRecovered(absl::string_view device, int devices_serving) {}
+  // A device out of rotation was probed and did not recover (`status` says
+  // why); it is probed again after the next reprobe_interval.
+  virtual void OnDeviceRecoveryFailed(absl::string_view device, const absl::Status& status) {}
 };
 
 // A link in a chain of observers: passes every event on to `next` (which
@@ -52,6 +56,9 @@ class ForwardingSchedulerObserver : public SchedulerObserver {
   }
   void OnDeviceRecovered(absl::string_view device, int devices_serving) override {
     if (next_ != nullptr) next_->OnDeviceRecovered(device, devices_serving);
+  }
+  void OnDeviceRecoveryFailed(absl::string_view device, const absl::Status& status) override {
+    if (next_ != nullptr) next_->OnDeviceRecoveryFailed(device, status);
   }
 
  private:

@@ -16,4 +16,10 @@ void DeviceEventsLog::OnDeviceRecovered(absl::string_view device, int devices_se
   ForwardingSchedulerObserver::OnDeviceRecovered(device, devices_serving);
 }
 
+void DeviceEventsLog::OnDeviceRecoveryFailed(absl::string_view device, const absl::Status& status) {
+  LogWarning(absl::StrCat("device ", device, " did not recover: ", status.ToString(),
+                          "; probed again later"));
+  ForwardingSchedulerObserver::OnDeviceRecoveryFailed(device, status);
+}
+
 }  // namespace dmlserve

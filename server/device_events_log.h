@@ -17,6 +17,7 @@ class DeviceEventsLog final : public ForwardingSchedulerObserver {
 
   void OnDeviceRemoved(absl::string_view device, int devices_left) override;
   void OnDeviceRecovered(absl::string_view device, int devices_serving) override;
+  void OnDeviceRecoveryFailed(absl::string_view device, const absl::Status& status) override;
 };
 
 }  // namespace dmlserve

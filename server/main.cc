@@ -234,7 +234,7 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   auto registry = std::make_shared<prometheus::Registry>();
   auto gauges = std::make_shared<metrics::ScrapeTimeGauges>();
   ServiceMetrics service_metrics(registry.get(), gauges.get(), DMLSERVE_VERSION,
-                                 config->scheduler.max_batch_size);
+                                 config->scheduler.batch.max_batch_size);
 
   absl::StatusOr<DeviceSet> devices = CreateDevices(config->backend, config->devices);
   if (!devices.ok()) {

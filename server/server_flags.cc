@@ -38,9 +38,9 @@ ABSL_FLAG(bool, cpu_fallback, true,
           "device has been removed.");
 ABSL_FLAG(int, d3d12_fail_after_batches, -1,
           "Testing only: each D3D12 device fails as removed after this many batches (-1: never).");
-ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().max_batch_size,
+ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().batch.max_batch_size,
           "Most requests the scheduler puts in one batch.");
-ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().max_batch_bytes,
+ABSL_FLAG(uint64_t, max_batch_bytes, dmlserve::SchedulerOptions().batch.max_batch_bytes,
           "Most bytes (each request's inputs and output) in one batch; operands the batch shares, "
           "such as a matrix multiply's B, count once and not towards it.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 200,
@@ -150,10 +150,10 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.devices.d3d12_inflight_batches = absl::GetFlag(FLAGS_d3d12_inflight_batches);
   config.devices.cpu_fallback = absl::GetFlag(FLAGS_cpu_fallback);
   config.devices.d3d12_fail_after_batches = absl::GetFlag(FLAGS_d3d12_fail_after_batches);
-  config.scheduler.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
-  config.scheduler.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
+  config.scheduler.batch.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
+  config.scheduler.batch.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   const int64_t delay_us = absl::GetFlag(FLAGS_max_queue_delay_us);
-  config.scheduler.max_queue_delay = absl::Microseconds(delay_us);
+  config.scheduler.batch.max_queue_delay = absl::Microseconds(delay_us);
   const int64_t backstop_us = absl::GetFlag(FLAGS_hold_backstop_us);
   config.scheduler.hold_backstop = absl::Microseconds(backstop_us);
   if (const char* injected = std::getenv("DMLSERVE_INJECT_BATCH_DELAY_US")) {
@@ -213,11 +213,11 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     return FlagError("d3d12_inflight_batches", config.devices.d3d12_inflight_batches,
                      "must be at least 1");
   }
-  if (config.scheduler.max_batch_size < 1) {
-    return FlagError("max_batch_size", config.scheduler.max_batch_size, "must be at least 1");
+  if (config.scheduler.batch.max_batch_size < 1) {
+    return FlagError("max_batch_size", config.scheduler.batch.max_batch_size, "must be at least 1");
   }
-  if (config.scheduler.max_batch_bytes < 1) {
-    return FlagError("max_batch_bytes", config.scheduler.max_batch_bytes, "must be at least 1");
+  if (config.scheduler.batch.max_batch_bytes < 1) {
+    return FlagError("max_batch_bytes", config.scheduler.batch.max_batch_bytes, "must be at least 1");
   }
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {

@@ -34,9 +34,9 @@ v1::GetServerInfoResponse BuildServerInfo(absl::string_view version, uint64_t ma
   limits->set_max_registered_tensor_bytes(tensors.max_total_bytes());
   limits->set_max_registered_tensors(static_cast<uint32_t>(tensors.max_tensors()));
   limits->set_max_queue(options.max_queue);
-  limits->set_max_batch_size(options.max_batch_size);
-  limits->set_max_batch_bytes(options.max_batch_bytes);
-  limits->set_max_queue_delay_us(absl::ToInt64Microseconds(options.max_queue_delay));
+  limits->set_max_batch_size(options.batch.max_batch_size);
+  limits->set_max_batch_bytes(options.batch.max_batch_bytes);
+  limits->set_max_queue_delay_us(absl::ToInt64Microseconds(options.batch.max_queue_delay));
   limits->set_max_dimensions(kMaxDimensions);
 
   for (int i = 0; i < kOperatorKindCount; ++i) {

@@ -50,10 +50,18 @@ class Device {
 
   virtual const DeviceDescription& description() const = 0;
 
-  // Runs a batch of compatible operations (they share one scheduler
-  // compatibility key: same operator, data types and attributes, and for matrix
-  // multiplies the same B tensor, scales and zero points) as one unit of device
-  // work, filling each item's output or status.
+  // Whether this device runs `kind` at all. A backend may serve a subset of
+  // the operators: the scheduler hands it only batches of operators it
+  // supports, and refuses (UNIMPLEMENTED) a job whose operator no device
+  // supports. Fixed for the device's lifetime (asked once, when the
+  // scheduler starts, and then as batches are placed). The default: every
+  // operator.
+  virtual bool Supports(OperatorKind kind) const { return true; }
+
+  // Runs a batch of compatible operations of an operator it Supports (they
+  // share one scheduler compatibility key: same operator, data types and
+  // attributes, and for matrix multiplies the same B tensor, scales and zero
+  // points) as one unit of device work, filling each item's output or status.
   //
   // A non-OK return means the device itself failed (removed, hung, submission
   // rejected): no item's output is valid and the caller re-runs them elsewhere

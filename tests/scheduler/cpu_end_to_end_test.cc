@@ -144,8 +144,8 @@ TEST(CpuEndToEndTest, ConformanceExamplesSubmittedTogetherAllMatch) {
   // batches of up to kCopies; every answer must match whichever way it ran.
   constexpr int kCopies = 5;
   SchedulerOptions options;
-  options.max_batch_size = kCopies;
-  options.max_queue_delay = absl::Milliseconds(1);
+  options.batch.max_batch_size = kCopies;
+  options.batch.max_queue_delay = absl::Milliseconds(1);
   Scheduler scheduler(options, CreateCpuDevices(2), nullptr);
   std::vector<std::vector<std::pair<const Example*, std::shared_ptr<Submitted>>>> jobs(kCopies);
   std::vector<std::thread> submitters;
@@ -172,8 +172,8 @@ TEST(CpuEndToEndTest, ConformanceExamplesSubmittedTogetherAllMatch) {
 
 TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
   SchedulerOptions options;
-  options.max_batch_size = 16;
-  options.max_queue_delay = absl::Milliseconds(2);
+  options.batch.max_batch_size = 16;
+  options.batch.max_queue_delay = absl::Milliseconds(2);
   Scheduler scheduler(options, CreateCpuDevices(2), nullptr);
   std::mt19937 random(7);
   std::vector<std::shared_ptr<Submitted>> jobs;

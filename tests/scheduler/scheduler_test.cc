@@ -121,10 +121,13 @@ class RecordingObserver : public SchedulerObserver {
 // Builds a scheduler over test devices and keeps pointers to them.
 class SchedulerTest : public ::testing::Test {
  protected:
-  void Start(SchedulerOptions options, int device_count = 1, int inflight = 1) {
+  // `serve_only[i]`, when given, is what device i runs (Device::Supports).
+  void Start(SchedulerOptions options, int device_count = 1, int inflight = 1,
+             std::vector<std::vector<OperatorKind>> serve_only = {}) {
     std::vector<std::unique_ptr<Device>> devices;
     for (int i = 0; i < device_count; ++i) {
       auto device = std::make_unique<TestDevice>(absl::StrCat("test:", i), inflight);
+      if (i < static_cast<int>(serve_only.size())) device->ServeOnly(serve_only[i]);
       devices_.push_back(device.get());
       devices.push_back(std::move(device));
     }
@@ -176,8 +179,8 @@ class SchedulerTest : public ::testing::Test {
 
 SchedulerOptions Options(int max_batch_size = 64, absl::Duration delay = absl::ZeroDuration()) {
   SchedulerOptions options;
-  options.max_batch_size = max_batch_size;
-  options.max_queue_delay = delay;
+  options.batch.max_batch_size = max_batch_size;
+  options.batch.max_queue_delay = delay;
   return options;
 }
 
@@ -280,7 +283,7 @@ TEST_F(SchedulerTest, MatMulsShareABatchOnlyWithTheSameB) {
 TEST_F(SchedulerTest, MaxBatchBytesCapsABatch) {
   const uint64_t job_bytes = OperationBytes(ScanOf(kF32, {8}, 0));
   SchedulerOptions options = Options();
-  options.max_batch_bytes = 2 * job_bytes + job_bytes / 2;
+  options.batch.max_batch_bytes = 2 * job_bytes + job_bytes / 2;
   Start(options);
   auto blocker = OccupyDevice();
   std::vector<std::shared_ptr<Submitted>> jobs;
@@ -296,7 +299,7 @@ TEST_F(SchedulerTest, MaxBatchBytesCapsABatch) {
 
 TEST_F(SchedulerTest, AJobLargerThanTheByteCapRunsAlone) {
   SchedulerOptions options = Options();
-  options.max_batch_bytes = OperationBytes(ScanOf(kF32, {8}, 0)) / 2;
+  options.batch.max_batch_bytes = OperationBytes(ScanOf(kF32, {8}, 0)) / 2;
   Start(options);
   auto blocker = OccupyDevice();
   auto first = Submit(ScanOf(kF32, {8}, 1));
@@ -448,7 +451,7 @@ TEST_F(SchedulerTest, AFullQueueRejectsUntilItDrains) {
 
 TEST_F(SchedulerTest, ShutdownRunsEveryAdmittedJob) {
   SchedulerOptions options = Options(/*max_batch_size=*/4, absl::Hours(1));
-  options.max_batch_bytes = 4 * OperationBytes(ScanOf(kF32, {3}, 0));
+  options.batch.max_batch_bytes = 4 * OperationBytes(ScanOf(kF32, {3}, 0));
   Start(options);
   auto blocker = OccupyDevice(/*elements=*/64);
   std::vector<std::shared_ptr<Submitted>> jobs;
@@ -835,8 +838,8 @@ TEST_F(SchedulerTest, ASharedWeightDoesNotCountTowardsTheByteCap) {
   };
   const Operation one = matmul();
   SchedulerOptions options = Options();
-  options.max_batch_bytes = 4 * (OperationBytes(one) - SharedOperandBytes(one));
-  ASSERT_LT(options.max_batch_bytes, b.byte_size());
+  options.batch.max_batch_bytes = 4 * (OperationBytes(one) - SharedOperandBytes(one));
+  ASSERT_LT(options.batch.max_batch_bytes, b.byte_size());
   Start(options);
   auto blocker = OccupyDevice();
   std::vector<std::shared_ptr<Submitted>> jobs;
@@ -1166,6 +1169,89 @@ TEST_F(SchedulerTest, RejectsAJobWithoutACallback) {
   job->operation = ScanOf(kF32, {2}, 1);
   EXPECT_EQ(scheduler_->Submit(job).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(scheduler_->Submit(nullptr).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A pool where devices run different operators (Device::Supports).
+constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
+constexpr OperatorKind kProduct = OperatorKind::kCumulativeProduct;
+constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+
+std::vector<std::string> KindsRun(const TestDevice& device) {
+  std::vector<std::string> kinds;
+  for (const auto& batch : device.executed()) {
+    for (const Operation& operation : batch) {
+      kinds.emplace_back(OperatorName(KindOf(operation)));
+    }
+  }
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  return kinds;
+}
+
+TEST_F(SchedulerTest, DevicesThatServeASubsetRunOnlyTheirOperators) {
+  Start(Options(/*max_batch_size=*/4, absl::Microseconds(100)), 2, 1,
+        {{kSum, kProduct}, {kMatMul}});
+  // Device 0 busy: matrix multiplies still run on device 1 meanwhile, and
+  // scans wait for device 0 rather than going where they cannot run.
+  auto blocker = OccupyDevice();
+  std::vector<std::shared_ptr<Submitted>> matmuls, scans;
+  for (int i = 0; i < 12; ++i) {
+    matmuls.push_back(Submit(MatMulOf(WeightB(static_cast<int8_t>(i % 3)), Scale(1))));
+    scans.push_back(Submit(ScanOf(kF32, {3}, i, 0, i % 2 ? kSum : kProduct)));
+  }
+  for (auto& job : matmuls) {
+    ASSERT_TRUE(job->Await());
+    EXPECT_TRUE(job->result.status.ok()) << job->result.status;
+    EXPECT_EQ(job->result.info.device, "test:1");
+  }
+  devices_[0]->Release();
+  ASSERT_TRUE(blocker->Await());
+  for (auto& job : scans) {
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+    EXPECT_EQ(job->result.info.device, "test:0");
+  }
+  EXPECT_THAT(KindsRun(*devices_[0]),
+              ElementsAre("cumulative_product", "cumulative_summation"));
+  EXPECT_THAT(KindsRun(*devices_[1]), ElementsAre("quantized_linear_matrix_multiply"));
+}
+
+TEST_F(SchedulerTest, AnOperatorNoDeviceRunsIsRefusedAsUnimplemented) {
+  Start(Options(), 2, 1, {{kSum}, {kSum, kProduct}});
+  std::shared_ptr<Submitted> submitted = NewJob(MatMulOf(WeightB(1), Scale(1)));
+  const absl::Status status = scheduler_->Submit(submitted->job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(status.message(), HasSubstr("quantized_linear_matrix_multiply"));
+  auto scan = Submit(ScanOf(kF32, {3}, 1, 0, kProduct));
+  ASSERT_TRUE(scan->Await());
+  ExpectCorrectScan(*scan);
+}
+
+TEST_F(SchedulerTest, JobsOfAnOperatorWhoseLastDeviceFailedFailUnavailable) {
+  SchedulerOptions options = Options(/*max_batch_size=*/1);
+  options.reprobe_interval = absl::ZeroDuration();
+  Start(options, 2, 1, {{kSum}, {kMatMul}});
+  devices_[1]->Hold();
+  auto running = Submit(MatMulOf(WeightB(1), Scale(1)));
+  devices_[1]->AwaitEntered(1);
+  std::vector<std::shared_ptr<Submitted>> queued;
+  for (int i = 0; i < 3; ++i) queued.push_back(Submit(MatMulOf(WeightB(2), Scale(1))));
+  devices_[1]->FailNext(1);
+  devices_[1]->Release();
+  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
+  queued.push_back(running);
+  for (auto& job : queued) {
+    ASSERT_TRUE(job->Await());
+    EXPECT_EQ(job->result.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(job->result.status.message(),
+                HasSubstr("no healthy device left that runs quantized_linear_matrix_multiply"));
+  }
+  // The other operator still runs; a new multiply is refused at once.
+  auto scan = Submit(ScanOf(kF32, {3}, 1));
+  ASSERT_TRUE(scan->Await());
+  ExpectCorrectScan(*scan);
+  std::shared_ptr<Submitted> late = NewJob(MatMulOf(WeightB(1), Scale(1)));
+  EXPECT_EQ(scheduler_->Submit(late->job).code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // output of the right shape, records every batch it is handed, can hold
 // batches until released, and can fail on demand.
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -40,6 +41,13 @@ class TestDevice : public Device {
   }
 
   const DeviceDescription& description() const override { return description_; }
+  // Every operator, unless ServeOnly said otherwise.
+  bool Supports(OperatorKind kind) const override {
+    return serves_only_.empty() ||
+           std::find(serves_only_.begin(), serves_only_.end(), kind) != serves_only_.end();
+  }
+  // Makes this device run only `kinds`; before the scheduler starts.
+  void ServeOnly(std::vector<OperatorKind> kinds) { serves_only_ = std::move(kinds); }
   int max_inflight_batches() const override { return max_inflight_batches_; }
   bool MayRunOnCallerThread(const Operation&) const override {
     absl::MutexLock lock(&mu_);
@@ -172,6 +180,7 @@ class TestDevice : public Device {
   }
 
  private:
+  std::vector<OperatorKind> serves_only_;
   DeviceDescription description_;
   const int max_inflight_batches_;
   mutable absl::Mutex mu_;
