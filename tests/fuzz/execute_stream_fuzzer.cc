@@ -58,8 +58,8 @@ struct InProcessServer {
   InProcessServer() {
     dmlserve::SchedulerOptions options;
     options.max_queue = 4;  // the stream's backlog: reading pauses at 4 unanswered items
-    options.max_batch_size = 4;
-    options.max_queue_delay = absl::ZeroDuration();  // inputs run one after another
+    options.batch.max_batch_size = 4;
+    options.batch.max_queue_delay = absl::ZeroDuration();  // inputs run one after another
     scheduler =
         std::make_unique<dmlserve::Scheduler>(options, dmlserve::CreateCpuDevices(1), &metrics);
     dmlserve::OperatorServiceOptions service_options;

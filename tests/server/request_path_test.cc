@@ -55,7 +55,7 @@ class RequestPath {
 
   static SchedulerOptions Options() {
     SchedulerOptions options;
-    options.max_batch_size = 8;
+    options.batch.max_batch_size = 8;
     options.max_queue = 64;
     return options;
   }
