@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "kernels/core/check.h"
 #include "scheduler/compatibility_key.h"
 #include "scheduler/job.h"
 
@@ -51,6 +52,8 @@ struct Batch {
 };
 
 inline void Batch::Add(std::shared_ptr<Job> job, uint64_t own_bytes) {
+  DMLSERVE_DCHECK(jobs.size() == job_bytes.size());
+  DMLSERVE_DCHECK(bytes + own_bytes >= bytes);  // the sum never wraps
   oldest_enqueue = std::min(oldest_enqueue, job->enqueue_time);
   bytes += own_bytes;
   job_bytes.push_back(own_bytes);

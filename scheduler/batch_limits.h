@@ -12,8 +12,8 @@ namespace dmlserve {
 // SchedulerOptions and set by --max_batch_size, --max_batch_bytes and
 // --max_queue_delay_us.
 struct BatchLimits {
-  int max_batch_size = 64;                   // jobs; at least 1
-  uint64_t max_batch_bytes = 64ull << 20;    // own bytes of its jobs; at least 1
+  int max_batch_size = 64;                                   // jobs; at least 1
+  uint64_t max_batch_bytes = 64ull << 20;                    // own bytes of its jobs; at least 1
   absl::Duration max_queue_delay = absl::Microseconds(200);  // not negative
 };
 

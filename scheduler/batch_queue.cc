@@ -4,6 +4,8 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/core/check.h"
+
 namespace dmlserve {
 namespace {
 
@@ -132,12 +134,14 @@ std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device&
     }
   }
   std::unique_ptr<Batch> batch = Unlink(chosen);
+  DMLSERVE_DCHECK(!batch->jobs.empty() && job_count_ >= batch->jobs.size());
   job_count_ -= batch->jobs.size();
   for (const auto& job : batch->jobs) job->waiting_in = nullptr;
   return batch;
 }
 
 void BatchQueue::Requeue(std::unique_ptr<Batch> batch) {
+  DMLSERVE_DCHECK(batch != nullptr && !batch->jobs.empty());
   batch->requeued = true;
   batch->open = false;
   job_count_ += batch->jobs.size();
@@ -171,6 +175,7 @@ std::shared_ptr<Job> BatchQueue::Remove(Job* job) {
   std::shared_ptr<Job> removed = batch->Remove(job);
   if (removed == nullptr) return nullptr;
   job->waiting_in = nullptr;
+  DMLSERVE_DCHECK(job_count_ > 0);
   --job_count_;
   if (batch->jobs.empty()) Unlink(batch);
   return removed;
@@ -186,6 +191,7 @@ std::vector<std::shared_ptr<Job>> BatchQueue::RemoveAll(OperatorKind kind) {
   std::vector<std::shared_ptr<Job>> removed;
   for (Batch* batch : doomed) {
     std::unique_ptr<Batch> owned = Unlink(batch);
+    DMLSERVE_DCHECK(job_count_ >= owned->jobs.size());
     job_count_ -= owned->jobs.size();
     for (auto& job : owned->jobs) {
       job->waiting_in = nullptr;

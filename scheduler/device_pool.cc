@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "kernels/core/check.h"
 
 namespace dmlserve {
 
@@ -74,6 +75,7 @@ void DevicePool::Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline) {
   // a pending signal it may have consumed must not count as still pending.
   slot.wakes_pending = std::min(slot.wakes_pending, slot.waiting);
   if (slot.wakes_pending > 0) --slot.wakes_pending;
+  DMLSERVE_DCHECK(slot.waiting >= 0 && slot.wakes_pending <= slot.waiting);
 }
 
 bool DevicePool::WillLookBy(const Slot& slot, absl::Time time) const {
@@ -145,7 +147,8 @@ bool DevicePool::AwaitRecovery(Slot& slot, absl::Mutex* mu, absl::Duration inter
   if (recovered.code() == absl::StatusCode::kUnimplemented) return false;
   if (!recovered.ok()) {
     mu->Unlock();
-    if (observer != nullptr) observer->OnDeviceRecoveryFailed(device->description().name, recovered);
+    if (observer != nullptr)
+      observer->OnDeviceRecoveryFailed(device->description().name, recovered);
     mu->Lock();
     return true;
   }
@@ -164,6 +167,7 @@ bool DevicePool::MarkFailed(Slot& slot, const absl::Status& failure) {
   slot.healthy = false;
   --healthy_;
   if (!slot.fallback) --healthy_primary_;
+  DMLSERVE_DCHECK(healthy_ >= 0 && healthy_primary_ >= 0 && healthy_primary_ <= healthy_);
   last_failure_ = absl::StrCat(slot.device->description().name, " failed: ", failure.ToString());
   return true;
 }
@@ -173,6 +177,7 @@ void DevicePool::MarkRecovered(Slot& slot) {
   slot.healthy = true;
   ++healthy_;
   if (!slot.fallback) ++healthy_primary_;
+  DMLSERVE_DCHECK(healthy_ <= static_cast<int>(slots_.size()));
 }
 
 }  // namespace dmlserve

@@ -79,9 +79,7 @@ class DevicePool {
   // Whether every device supports every operator (see above).
   bool uniform() const { return uniform_; }
   // Whether any device, healthy or not, supports `kind`.
-  bool AnySupports(OperatorKind kind) const {
-    return supported_[static_cast<int>(kind)];
-  }
+  bool AnySupports(OperatorKind kind) const { return supported_[static_cast<int>(kind)]; }
   // Whether a device that serves now supports `kind`.
   bool CanServe(OperatorKind kind) const;
 

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
 #include "kernels/backend/execution_hints.h"
+#include "kernels/core/check.h"
 #include "kernels/core/operation.h"
 #include "scheduler/batch.h"
 #include "scheduler/batch_queue.h"
@@ -116,8 +117,7 @@ class Scheduler::Impl : public JobCancellationListener {
   // answers. `busy`: the load signal, passed to the device as a
   // BusyCoresScope. Returns false when the device failed (the batch's jobs
   // were requeued, or failed when no device is left).
-  bool RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  bool RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the batch `slot` should run next, or null; `accept` may refuse a
   // batch. Completes its expired and cancelled jobs into `completions` (null
   // when none is left) and counts it as running on `slot`.
@@ -269,8 +269,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
         absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
   } else if (!pool_.uniform() && !pool_.CanServe(kind)) {
     refused = absl::UnavailableError(absl::StrCat("no healthy device left that runs ",
-                                                  OperatorName(kind), ": ",
-                                                  pool_.last_failure()));
+                                                  OperatorName(kind), ": ", pool_.last_failure()));
   } else if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
     refused = absl::ResourceExhaustedError(
         absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
@@ -281,7 +280,8 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   }
   const absl::Time now = absl::Now();
   job->enqueue_time = now;
-  Slot* idle = options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot(kind) : nullptr;
+  Slot* idle =
+      options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot(kind) : nullptr;
   NoteArrivalLocked(/*found_work=*/idle == nullptr || !queue_.empty());
   int company = 0;
   // Nothing waits and a device is idle: a cheap job runs right here, which
@@ -438,6 +438,8 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
   }
   NoteDepthLocked();
   if (batch->jobs.empty()) return nullptr;
+  // Only a device with a free worker takes a batch (ShouldTake, IdleSlot).
+  DMLSERVE_DCHECK(slot->inflight < slot->workers);
   ++inflight_batches_;
   ++slot->inflight;
   return batch;
@@ -500,6 +502,7 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
 void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
   Deliver(answers);
   absl::MutexLock lock(&mu_);
+  DMLSERVE_DCHECK(delivering_ > 0);
   --delivering_;
   if (pool_.stopping() && delivering_ == 0) pool_.WakeAll();
 }
@@ -507,6 +510,7 @@ void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
                                         const absl::Status& failure,
                                         std::vector<Completion>& completions) {
+  DMLSERVE_DCHECK(inflight_batches_ > 0 && slot->inflight > 0);
   --inflight_batches_;
   --slot->inflight;
   if (pool_.stopping() && inflight_batches_ == 0) pool_.WakeAll();
@@ -564,6 +568,8 @@ absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch, std::vector<An
 
   const std::string& device_name = slot.device->description().name;
   const OperatorKind kind = batch.key.kind();
+  DMLSERVE_DCHECK(slot.device->Supports(kind));
+  DMLSERVE_DCHECK(batch.jobs.size() == batch.job_bytes.size());
   const int size = static_cast<int>(batch.jobs.size());
   const absl::Time start = absl::Now();
   std::vector<WorkItem> items(batch.jobs.size());

@@ -226,5 +226,15 @@ TEST(BatchQueueLimitsTest, LimitsBelowTheirMinimumAreRaisedToIt) {
   EXPECT_TRUE(queue.HasRunnable(kT0, /*idle=*/false));
 }
 
+#if DMLSERVE_CHECK_CONTRACTS
+// The test build checks the written contracts (kernels/core/check.h).
+TEST(BatchQueueContractsTest, RequeueingAnEmptyBatchStopsTheProcess) {
+  BatchQueue queue(BatchLimits{});
+  std::shared_ptr<Job> job = NewJob(ScanOf(kF32, {3}, 1))->job;
+  EXPECT_DEATH(queue.Requeue(std::make_unique<Batch>(CompatibilityKey::For(job->operation))),
+               "DMLSERVE_DCHECK failed: batch != nullptr && !batch->jobs.empty\\(\\)");
+}
+#endif
+
 }  // namespace
 }  // namespace dmlserve

@@ -174,9 +174,7 @@ TEST(DevicePoolTest, AUniformPoolServesEveryOperatorEverywhere) {
 // one thread it simply times out after the interval and probes.
 class RecoveryTest : public ::testing::Test {
  protected:
-  RecoveryTest() : p_(1) {
-    p_.pool->MarkFailed(p_.slot(0), absl::InternalError("lost"));
-  }
+  RecoveryTest() : p_(1) { p_.pool->MarkFailed(p_.slot(0), absl::InternalError("lost")); }
   bool Await(absl::Duration interval) {
     absl::MutexLock lock(&mu_);
     return p_.pool->AwaitRecovery(p_.slot(0), &mu_, interval, &observer_);

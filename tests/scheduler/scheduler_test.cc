@@ -1211,8 +1211,7 @@ TEST_F(SchedulerTest, DevicesThatServeASubsetRunOnlyTheirOperators) {
     ExpectCorrectScan(*job);
     EXPECT_EQ(job->result.info.device, "test:0");
   }
-  EXPECT_THAT(KindsRun(*devices_[0]),
-              ElementsAre("cumulative_product", "cumulative_summation"));
+  EXPECT_THAT(KindsRun(*devices_[0]), ElementsAre("cumulative_product", "cumulative_summation"));
   EXPECT_THAT(KindsRun(*devices_[1]), ElementsAre("quantized_linear_matrix_multiply"));
 }
 
