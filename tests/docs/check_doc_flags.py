@@ -9,7 +9,8 @@ The programs and where their flags come from:
   --helpfull, --version, ...); `dmlserve service <verb>` also takes the --NAME= options that
   server/platform/service_command*.cc parses itself (--service_name);
 - dmlserve-load and dmlserve-echo (not built for this check): the ABSL_FLAG definitions in
-  the sources their add_executable() lists in bench/**/CMakeLists.txt.
+  the sources their add_executable() lists in bench/**/CMakeLists.txt;
+- the Python scripts under bench/ and scripts/ (NAME.py): their argparse add_argument("--x").
 What is checked:
 1. Tables in README.md and docs/*.md: every table row whose first cell holds `--name` (or
    `--name=value`) belongs to a table whose flags must all be one program's (the first of
@@ -45,7 +46,7 @@ EMPTY_WORDS = {"empty", "all", "none"}
 ORDER = ["dmlserve", "dmlserve-cli", "dmlserve-load", "dmlserve-echo"]
 SOURCE_PROGRAMS = ["dmlserve-load", "dmlserve-echo"]
 EXTERNAL = {"cmake", "ctest", "cpack", "systemctl", "journalctl", "kubectl", "helm", "docker",
-            "podman", "git", "npm", "npx", "node", "pip", "pip3", "python", "python3",
+            "podman", "git", "npm", "npx", "node", "pip", "pip3",
             "promtool", "prometheus", "curl", "grpcurl", "protoc", "apt", "apt-get", "sc",
             "New-NetFirewallRule", "Get-NetFirewallRule", "icacls", "perf", "valgrind",
             "wine", "ninja", "make", "gdb"}
@@ -116,6 +117,18 @@ def load_programs(binary, cli, root):
         cli_flags, cli_defaults = helpfull(cli, "client/cli/main.cc")
         programs["dmlserve-cli"] = Program("dmlserve-cli", cli_flags, cli_defaults)
     programs.update(source_programs(root))
+    programs.update(script_programs(root))
+    return programs
+
+
+def script_programs(root):
+    """{name.py: Program} of the Python scripts under bench/ and scripts/ (argparse options)."""
+    programs = {}
+    for path in sorted(list(root.glob("bench/**/*.py")) + list(root.glob("scripts/**/*.py"))):
+        flags = set(re.findall(r"add_argument\(\s*['\"]--([\w-]+)['\"]",
+                               path.read_text(encoding="utf-8")))
+        if flags:
+            programs[path.name] = Program(path.name, flags)
     return programs
 
 
