@@ -14,7 +14,6 @@ A dashboard without a single expression fails too, so a renamed field cannot emp
 --replace reads REL (relative to SOURCE_ROOT) from FILE instead, or adds it.
 """
 
-import argparse
 import json
 import pathlib
 import re
@@ -23,7 +22,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exported_metrics  # noqa: E402
 import promql_refs  # noqa: E402
-from docs_sources import Sources  # noqa: E402
+from docs_sources import parse_program_args, report  # noqa: E402
 
 
 def line_of(text, value, taken):
@@ -87,13 +86,7 @@ def rule_expressions(text):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("binary")
-    parser.add_argument("cli")
-    parser.add_argument("root")
-    parser.add_argument("--replace", action="append", default=[], metavar="REL=FILE")
-    args = parser.parse_args()
-    sources = Sources(args.root, args.replace)
+    args, sources = parse_program_args()
     exported = exported_metrics.scrape(args.binary, args.cli)
     problems, checked, files = [], 0, 0
     expressions = []
@@ -117,11 +110,8 @@ def main():
             problems.append(f"{rel}:{number}: {where}: {problem}: {' '.join(expr.split())}")
     if files == 0:
         problems.append("no dashboard under deploy/")
-    if problems:
-        print("\n".join(problems))
-        sys.exit(1)
-    print(f"{checked} expressions in {files} files query only what the server exports "
-          f"({len(exported.families)} families)")
+    report(problems, f"{checked} expressions in {files} files query only what the server exports "
+           f"({len(exported.families)} families)")
 
 
 if __name__ == "__main__":

@@ -31,14 +31,13 @@ What is checked:
    line where the (joined) command starts.
 """
 
-import argparse
 import pathlib
 import re
 import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from docs_sources import Sources  # noqa: E402
+from docs_sources import parse_program_args  # noqa: E402
 
 ABSL_USAGE_FLAGS = {"help", "helpfull", "helpshort", "helppackage", "version", "only_check_args",
                     "helpon", "helpmatch", "flagfile", "fromenv", "tryfromenv", "undefok"}
@@ -281,13 +280,7 @@ def fenced_blocks(lines):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("binary")
-    parser.add_argument("cli")
-    parser.add_argument("root")
-    parser.add_argument("--replace", action="append", default=[], metavar="REL=FILE")
-    args = parser.parse_args()
-    sources = Sources(args.root, args.replace)
+    args, sources = parse_program_args()
     checker = Checker(load_programs(args.binary, args.cli, sources.root))
     documents = sources.documents()
     for rel in documents:

@@ -84,13 +84,19 @@ def anchors(text):
     return found
 
 
-def candidate_words(text):
-    """(line number, word) of every inline code span and fenced code block word."""
+def lines_with_fences(text):
+    """(line number, line, whether it is inside a fenced code block), fence lines left out."""
     in_fence = False
     for number, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             in_fence = not in_fence
             continue
+        yield number, line, in_fence
+
+
+def candidate_words(text):
+    """(line number, word) of every inline code span and fenced code block word."""
+    for number, line, in_fence in lines_with_fences(text):
         if in_fence:
             chunks = [line]
         else:
@@ -171,11 +177,7 @@ class Checker:
         text = self.read(rel)
         for number, word in candidate_words(text):
             self.check_word(rel, number, word)
-        in_fence = False
-        for number, line in enumerate(text.splitlines(), 1):
-            if FENCE.match(line):
-                in_fence = not in_fence
-                continue
+        for number, line, in_fence in lines_with_fences(text):
             if in_fence:
                 continue
             line = re.sub(r"`[^`]*`", "", line)

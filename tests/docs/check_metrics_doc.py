@@ -19,14 +19,13 @@ one request of each operator sent with dmlserve-cli, /metrics read once). Checke
 --replace reads REL (relative to SOURCE_ROOT) from FILE instead; the self-test uses it.
 """
 
-import argparse
 import pathlib
 import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exported_metrics  # noqa: E402
-from docs_sources import Sources  # noqa: E402
+from docs_sources import parse_program_args, report  # noqa: E402
 import promql_refs  # noqa: E402
 
 METRICS_DOC = "docs/metrics.md"
@@ -129,23 +128,14 @@ def check_promql(sources, exported, problems):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("binary")
-    parser.add_argument("cli")
-    parser.add_argument("root")
-    parser.add_argument("--replace", action="append", default=[], metavar="REL=FILE")
-    args = parser.parse_args()
-    sources = Sources(args.root, args.replace)
+    args, sources = parse_program_args()
     exported = exported_metrics.scrape(args.binary, args.cli)
     problems = []
     rows = check_table(sources, exported, problems)
     mentions = check_mentions(sources, exported, problems)
     expressions = check_promql(sources, exported, problems)
-    if problems:
-        print("\n".join(problems))
-        sys.exit(1)
-    print(f"{len(exported.families)} exported families: {rows} table rows, {mentions} mentions "
-          f"and {expressions} PromQL examples agree")
+    report(problems, f"{len(exported.families)} exported families: {rows} table rows, "
+           f"{mentions} mentions and {expressions} PromQL examples agree")
 
 
 if __name__ == "__main__":

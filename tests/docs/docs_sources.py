@@ -1,9 +1,11 @@
 """The documents and deploy files the docs guards read, with --replace REL=FILE substitutions
 (a self-test checks an altered copy of one file, or adds one, this way)."""
 
+import argparse
 import fnmatch
 import pathlib
 import re
+import sys
 
 
 class Sources:
@@ -44,3 +46,23 @@ class Sources:
                     continue
                 names |= set(word.findall(path.read_text(encoding="utf-8", errors="replace")))
         return names
+
+
+def parse_program_args():
+    """The command line of a guard that runs the real programs: BINARY CLI ROOT [--replace ...].
+    Returns (args, Sources)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("cli")
+    parser.add_argument("root")
+    parser.add_argument("--replace", action="append", default=[], metavar="REL=FILE")
+    args = parser.parse_args()
+    return args, Sources(args.root, args.replace)
+
+
+def report(problems, summary):
+    """Prints the problems and exits 1, or prints `summary` (what was checked) when none."""
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print(summary)
