@@ -19,57 +19,17 @@
 #include "kernels/core/check.h"
 #include "kernels/core/operation.h"
 #include "scheduler/batch.h"
+#include "scheduler/batch_execution.h"
 #include "scheduler/batch_queue.h"
 #include "scheduler/device_pool.h"
 
 namespace dmlserve {
 namespace {
 
-// A job finished without running, with the status to report.
-struct Completion {
-  std::shared_ptr<Job> job;
-  absl::Status status;
-};
-
-// A computed job's answer, delivered once its device is free again.
-struct Answer {
-  absl::AnyInvocable<void(JobResult)> done;
-  JobResult result;
-};
-
-void Deliver(std::vector<Answer>& answers) {
-  for (Answer& answer : answers) {
-    if (answer.done) answer.done(std::move(answer.result));
-  }
-  answers.clear();
-}
-
-void Complete(std::vector<Completion>& completions) {
-  for (Completion& completion : completions) {
-    JobResult result;
-    result.status = std::move(completion.status);
-    auto done = std::move(completion.job->done);
-    if (done) done(std::move(result));
-  }
-  completions.clear();
-}
-
 // How many batches a submitting thread runs in a row (its own job, then
 // batches that queued meanwhile) before it leaves the rest to the device's
 // workers and returns to gRPC, whose connections it also serves.
 constexpr int kMaxBatchesOnCaller = 4;
-
-// Removes from `batch` the jobs cancelled or past their deadline at `now`
-// (not to be computed) into `completions`, with the status each reports.
-void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<Completion>& completions) {
-  for (auto& job : batch.RemoveIf(
-           [now](const Job& job) { return job.is_cancelled() || job.deadline <= now; })) {
-    absl::Status status = job->is_cancelled()
-                              ? absl::CancelledError("cancelled before it started")
-                              : absl::DeadlineExceededError("deadline passed while queued");
-    completions.push_back({std::move(job), std::move(status)});
-  }
-}
 
 }  // namespace
 
@@ -119,19 +79,12 @@ class Scheduler::Impl : public JobCancellationListener {
   // were requeued, or failed when no device is left).
   bool RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the batch `slot` should run next, or null; `accept` may refuse a
-  // batch. Completes its expired and cancelled jobs into `completions` (null
+  // batch. Completes its expired and cancelled jobs into `unrun` (null
   // when none is left) and counts it as running on `slot`.
   std::unique_ptr<Batch> TakeLocked(Slot* slot, absl::Time now,
                                     absl::FunctionRef<bool(const Batch&)> accept,
-                                    std::vector<Completion>& completions)
+                                    std::vector<UnrunJob>& unrun)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs a batch outside the lock and collects its jobs' answers into
-  // `answers`, for the caller to deliver once it has given the device back
-  // (FinishBatchLocked): sending a batch's responses takes longer than
-  // computing it, and meanwhile the device can run the next batch on another
-  // thread. A non-OK result is the device's own failure: then no job was
-  // answered.
-  absl::Status Run(const Slot& slot, Batch& batch, std::vector<Answer>& answers);
   // Delivers `answers` of a batch that ran (FinishBatchLocked counted them in
   // delivering_), outside the lock.
   void DeliverAnswers(std::vector<Answer>& answers);
@@ -139,17 +92,16 @@ class Scheduler::Impl : public JobCancellationListener {
   // requeues the batch of a failed device, or fails its jobs when no device
   // is left. Returns whether this call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
-                         std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                         std::vector<UnrunJob>& unrun) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // In a mixed pool, after a device failed: fails the waiting jobs of every
   // operator no serving device runs any more (none would ever take them).
-  void FailUnservableLocked(std::vector<Completion>& completions)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void FailUnservableLocked(std::vector<UnrunJob>& unrun) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (int i = 0; i < kOperatorKindCount; ++i) {
       const auto kind = static_cast<OperatorKind>(i);
       if (!pool_.AnySupports(kind) || pool_.CanServe(kind)) continue;
       const absl::Status status = absl::UnavailableError(absl::StrCat(
           "no healthy device left that runs ", OperatorName(kind), ": ", pool_.last_failure()));
-      for (auto& job : queue_.RemoveAll(kind)) completions.push_back({std::move(job), status});
+      for (auto& job : queue_.RemoveAll(kind)) unrun.push_back({std::move(job), status});
     }
   }
   // Whether all that waits is a batch in its hold, and a worker of `slot`
@@ -312,14 +264,14 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
     if (queue_.HasRunnable(now, /*idle=*/true)) {
       // This arrival completed a held batch (or found older work): it runs
       // the batch here when cheap, as it would have run itself.
-      std::vector<Completion> completions;
-      std::unique_ptr<Batch> batch = TakeLocked(idle, now, CheapOn(*idle->device), completions);
+      std::vector<UnrunJob> unrun;
+      std::unique_ptr<Batch> batch = TakeLocked(idle, now, CheapOn(*idle->device), unrun);
       if (batch != nullptr) ++caller_loops_;
       if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
       const bool busy = UnderLoadLocked();
       mu_.Unlock();
       ReportDepth();
-      Complete(completions);
+      CompleteUnrun(unrun);
       if (batch != nullptr) RunOnCaller(idle, std::move(batch), busy);
       if (job->is_cancelled()) OnJobCancelled(*job);
       return absl::OkStatus();
@@ -355,9 +307,9 @@ void Scheduler::Impl::OnJobCancelled(Job& job) {
     NoteDepthLocked();
   }
   ReportDepth();
-  std::vector<Completion> completions;
-  completions.push_back({std::move(removed), absl::CancelledError("cancelled before it started")});
-  Complete(completions);
+  std::vector<UnrunJob> unrun;
+  unrun.push_back({std::move(removed), absl::CancelledError("cancelled before it started")});
+  CompleteUnrun(unrun);
 }
 
 void Scheduler::Impl::ReportDepth() {
@@ -369,7 +321,7 @@ void Scheduler::Impl::ReportDepth() {
 }
 
 void Scheduler::Impl::WorkerLoop(Slot* slot) {
-  std::vector<Completion> completions;
+  std::vector<UnrunJob> unrun;
   uint64_t holds_seen = 0;
   mu_.Lock();
   for (;;) {
@@ -385,14 +337,14 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
       continue;
     }
     std::unique_ptr<Batch> batch = TakeLocked(
-        slot, now, [](const Batch&) { return true; }, completions);
+        slot, now, [](const Batch&) { return true; }, unrun);
     // More waits: let another device (or another worker of this one) take it
     // or arm its due time; wakes chain one by one.
     if (batch != nullptr && !queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
     mu_.Unlock();
 
     ReportDepth();
-    Complete(completions);
+    CompleteUnrun(unrun);
     if (batch != nullptr) RunAndFinish(slot, std::move(batch), /*busy=*/false);
     mu_.Lock();
   }
@@ -423,7 +375,7 @@ absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, a
 
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
-                                                   std::vector<Completion>& completions) {
+                                                   std::vector<UnrunJob>& unrun) {
   const Device* only_for = OnlyFor(*slot);
   std::unique_ptr<Batch> batch =
       only_for == nullptr
@@ -432,7 +384,7 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
               return only_for->Supports(batch.key.kind()) && accept(batch);
             });
   if (batch == nullptr) return nullptr;
-  RemoveDeadJobs(*batch, now, completions);
+  RemoveDeadJobs(*batch, now, unrun);
   for (const auto& job : batch->jobs) {
     job->cancellation_listener.store(nullptr, std::memory_order_relaxed);
   }
@@ -447,7 +399,7 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
 
 void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   auto cheap = CheapOn(*slot->device);
-  std::vector<Completion> completions;
+  std::vector<UnrunJob> unrun;
   for (int batches = 1; batch != nullptr; ++batches) {
     const bool ran = RunAndFinish(slot, std::move(batch), busy);
     {
@@ -455,7 +407,7 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
       const absl::Time now = absl::Now();
       if (ran && batches < kMaxBatchesOnCaller && !pool_.stopping() && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
-        batch = TakeLocked(slot, now, cheap, completions);
+        batch = TakeLocked(slot, now, cheap, unrun);
       }
       busy = UnderLoadLocked();
       if (batch == nullptr) --caller_loops_;
@@ -468,7 +420,7 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
       }
     }
     ReportDepth();
-    Complete(completions);
+    CompleteUnrun(unrun);
   }
 }
 
@@ -477,21 +429,27 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
   absl::Status failure;
   {
     const BusyCoresScope cores(busy);
-    failure = Run(*slot, *batch, answers);
+    if (options_.injected_batch_delay > absl::ZeroDuration()) {
+      absl::SleepFor(options_.injected_batch_delay);
+    }
+    // Answers wait until the device is given back (FinishBatchLocked):
+    // sending a batch's responses takes longer than computing it, and
+    // meanwhile the device can run the next batch on another thread.
+    failure = ExecuteBatch(*slot->device, *batch, observer_, answers);
   }
-  std::vector<Completion> completions;
+  std::vector<UnrunJob> unrun;
   bool removed_now;
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
-    removed_now = FinishBatchLocked(slot, std::move(batch), failure, completions);
+    removed_now = FinishBatchLocked(slot, std::move(batch), failure, unrun);
     devices_left = pool_.healthy();
   }
   if (removed_now && observer_ != nullptr) {
     observer_->OnDeviceRemoved(slot->device->description().name, devices_left);
   }
   if (!failure.ok()) ReportDepth();
-  Complete(completions);
+  CompleteUnrun(unrun);
   // The device is free while this thread sends the answers: a batch that
   // forms meanwhile runs on another thread (a worker, or the submitting
   // thread whose arrival completes it).
@@ -508,8 +466,7 @@ void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
 }
 
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
-                                        const absl::Status& failure,
-                                        std::vector<Completion>& completions) {
+                                        const absl::Status& failure, std::vector<UnrunJob>& unrun) {
   DMLSERVE_DCHECK(inflight_batches_ > 0 && slot->inflight > 0);
   --inflight_batches_;
   --slot->inflight;
@@ -529,7 +486,7 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
     for (auto& job : batch->RemoveIf([this, last_resort](const Job& job) {
            return !last_resort && job.failed_attempts + 1 >= options_.max_attempts;
          })) {
-      completions.push_back(
+      unrun.push_back(
           {std::move(job), absl::UnavailableError(absl::StrCat(
                                "its batch failed on ", options_.max_attempts,
                                " devices (--max_batch_attempts), the last: ", failure.message()))});
@@ -539,70 +496,19 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
       job->cancellation_listener.store(this, std::memory_order_release);
     }
     if (!batch->jobs.empty()) queue_.Requeue(std::move(batch));
-    if (!pool_.uniform()) FailUnservableLocked(completions);
+    if (!pool_.uniform()) FailUnservableLocked(unrun);
   } else {
     // Nothing can run these any more; fail them rather than leave them hanging.
     const absl::Status status =
         absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
-    for (auto& job : batch->jobs) completions.push_back({std::move(job), status});
-    for (auto& job : queue_.RemoveAll()) completions.push_back({std::move(job), status});
+    for (auto& job : batch->jobs) unrun.push_back({std::move(job), status});
+    for (auto& job : queue_.RemoveAll()) unrun.push_back({std::move(job), status});
   }
   NoteDepthLocked();
   // Healthy devices take the requeued batch; this device's other workers
   // exit.
   pool_.WakeAll();
   return removed_now;
-}
-
-absl::Status Scheduler::Impl::Run(const Slot& slot, Batch& batch, std::vector<Answer>& answers) {
-  if (options_.injected_batch_delay > absl::ZeroDuration()) {
-    absl::SleepFor(options_.injected_batch_delay);
-  }
-  // Checked again right before the device starts: a job cancelled or expired
-  // since its batch formed is still not computed.
-  const absl::Time now = absl::Now();
-  std::vector<Completion> dead;
-  RemoveDeadJobs(batch, now, dead);
-  Complete(dead);
-  if (batch.jobs.empty()) return absl::OkStatus();
-
-  const std::string& device_name = slot.device->description().name;
-  const OperatorKind kind = batch.key.kind();
-  DMLSERVE_DCHECK(slot.device->Supports(kind));
-  DMLSERVE_DCHECK(batch.jobs.size() == batch.job_bytes.size());
-  const int size = static_cast<int>(batch.jobs.size());
-  const absl::Time start = absl::Now();
-  std::vector<WorkItem> items(batch.jobs.size());
-  for (size_t i = 0; i < batch.jobs.size(); ++i) {
-    Job& job = *batch.jobs[i];
-    items[i].operation = &job.operation;
-    items[i].stop = &job;
-    // A batch re-run after a device failure reports its wait once.
-    if (observer_ != nullptr && !job.started) {
-      observer_->OnJobStarted(kind, start - job.enqueue_time);
-    }
-    job.started = true;
-  }
-  absl::Status status = slot.device->Execute(absl::MakeSpan(items));
-  const absl::Duration compute = absl::Now() - start;
-  if (observer_ != nullptr) observer_->OnBatchExecuted(kind, device_name, size, compute);
-  if (!status.ok()) return status;  // the jobs stay in the batch, to be run elsewhere
-
-  for (size_t i = 0; i < batch.jobs.size(); ++i) {
-    Job& job = *batch.jobs[i];
-    // Dropped before the answer: an output computed in place in an input's
-    // storage is then its only holder, and the response takes it uncopied.
-    Operation().swap(job.operation);
-    JobResult result;
-    result.status = std::move(items[i].status);
-    if (result.status.ok()) result.output = std::move(items[i].output);
-    result.info.device = device_name;
-    result.info.batch_size = static_cast<uint32_t>(size);
-    result.info.queue_duration = start - job.enqueue_time;
-    result.info.compute_duration = compute;
-    answers.push_back({std::move(job.done), std::move(result)});
-  }
-  return absl::OkStatus();
 }
 
 void Scheduler::Impl::Shutdown() {
