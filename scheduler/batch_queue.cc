@@ -83,10 +83,10 @@ void BatchQueue::Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t ow
   }
 }
 
-bool BatchQueue::HasRunnable(absl::Time now, bool idle, const Device* only_for) const {
-  if (only_for != nullptr) {
-    auto supported = [only_for](const auto& batch) {
-      return only_for->Supports(batch->key.kind());
+bool BatchQueue::HasRunnable(absl::Time now, bool idle, std::optional<OperatorSet> only) const {
+  if (only.has_value()) {
+    auto supported = [&only](const auto& batch) {
+      return only->test(static_cast<size_t>(batch->key.kind()));
     };
     if (std::any_of(closed_.begin(), closed_.end(), supported)) return true;
     for (const auto& batch : open_) {
@@ -156,10 +156,10 @@ void BatchQueue::CloseAll() {
   while (!open_.empty()) Close(open_.front().get());
 }
 
-absl::Time BatchQueue::NextDueTime(const Device* only_for) const {
-  if (only_for != nullptr) {
+absl::Time BatchQueue::NextDueTime(std::optional<OperatorSet> only) const {
+  if (only.has_value()) {
     for (const auto& batch : open_) {
-      if (!only_for->Supports(batch->key.kind())) continue;
+      if (!only->test(static_cast<size_t>(batch->key.kind()))) continue;
       return batch.get() == held_ ? batch->held_until : batch->created + limits_.max_queue_delay;
     }
     return absl::InfiniteFuture();

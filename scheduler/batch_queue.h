@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -72,9 +73,9 @@ class BatchQueue {
   void Add(std::shared_ptr<Job> job, CompatibilityKey key, uint64_t own_bytes, int company = 0);
 
   // Whether a device could start a batch now; `idle`: it runs none. With
-  // `only_for`, only batches of operators that device supports count (for a
-  // pool where some device serves a subset; O(batches) rather than O(1)).
-  bool HasRunnable(absl::Time now, bool idle, const Device* only_for = nullptr) const;
+  // `only`, only batches of those operators count (for a device that serves
+  // a subset of them; O(batches) rather than O(1)).
+  bool HasRunnable(absl::Time now, bool idle, std::optional<OperatorSet> only = {}) const;
 
   // Removes and returns the batch `device` should run next among those
   // `accept` agrees to, or null. Clears waiting_in of its jobs.
@@ -90,8 +91,8 @@ class BatchQueue {
 
   // When the oldest open batch falls due or the held batch's hold ends
   // (InfiniteFuture when neither will): a device's worker waits until then.
-  // With `only_for`, of the batches that device supports (O(batches)).
-  absl::Time NextDueTime(const Device* only_for = nullptr) const;
+  // With `only`, of the batches of those operators (O(batches)).
+  absl::Time NextDueTime(std::optional<OperatorSet> only = {}) const;
 
   // Whether a batch is held now (waiting for company; not yet runnable by an
   // idle device).

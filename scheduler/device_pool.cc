@@ -20,12 +20,13 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
     slot->workers = std::max(1, slot->device->max_inflight_batches());
     slots_.push_back(std::move(slot));
   }
-  for (int kind = 0; kind < kOperatorKindCount; ++kind) {
-    for (const auto& slot : slots_) {
-      const bool supports = slot->device->Supports(static_cast<OperatorKind>(kind));
-      supported_[kind] = supported_[kind] || supports;
-      uniform_ = uniform_ && supports;
+  for (const auto& slot : slots_) {
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      slot->supports.set(kind, slot->device->Supports(static_cast<OperatorKind>(kind)));
+      if (slot->supports.test(kind) && !slot->fallback) ++primaries_running_[kind];
     }
+    supported_any_ |= slot->supports;
+    uniform_ = uniform_ && slot->supports.all();
   }
   healthy_ = static_cast<int>(slots_.size());
   healthy_primary_ = static_cast<int>(primaries);
@@ -33,14 +34,31 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
 }
 
 bool DevicePool::Serves(const Slot& slot) const {
-  return slot.healthy && (!slot.fallback || healthy_primary_ == 0);
+  if (uniform_) return slot.healthy && (!slot.fallback || healthy_primary_ == 0);
+  return ServedBy(slot).any();
+}
+
+OperatorSet DevicePool::ServedBy(const Slot& slot) const {
+  if (!slot.healthy) return OperatorSet();
+  OperatorSet served = slot.supports;
+  if (slot.fallback) {
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      if (primaries_running_[kind] > 0) served.reset(kind);
+    }
+  }
+  return served;
 }
 
 bool DevicePool::CanServe(OperatorKind kind) const {
   for (const auto& slot : slots_) {
-    if (Serves(*slot) && slot->device->Supports(kind)) return true;
+    if (ServedBy(*slot).test(Index(kind))) return true;
   }
   return false;
+}
+
+bool DevicePool::FallbacksServe(OperatorKind kind) const {
+  if (uniform_) return healthy_primary_ == 0 && healthy_ > 0;
+  return primaries_running_[Index(kind)] == 0 && CanServe(kind);
 }
 
 bool DevicePool::ShouldTake(const Slot& slot) const {
@@ -57,7 +75,7 @@ bool DevicePool::ShouldTake(const Slot& slot) const {
 
 DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind) {
   for (const auto& slot : slots_) {
-    if (Serves(*slot) && slot->idle() && (uniform_ || slot->device->Supports(kind))) {
+    if (slot->idle() && (uniform_ ? Serves(*slot) : ServedBy(*slot).test(Index(kind)))) {
       return slot.get();
     }
   }
@@ -166,7 +184,12 @@ bool DevicePool::MarkFailed(Slot& slot, const absl::Status& failure) {
   if (!slot.healthy) return false;
   slot.healthy = false;
   --healthy_;
-  if (!slot.fallback) --healthy_primary_;
+  if (!slot.fallback) {
+    --healthy_primary_;
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      primaries_running_[kind] -= slot.supports.test(kind);
+    }
+  }
   DMLSERVE_DCHECK(healthy_ >= 0 && healthy_primary_ >= 0 && healthy_primary_ <= healthy_);
   last_failure_ = absl::StrCat(slot.device->description().name, " failed: ", failure.ToString());
   return true;
@@ -176,7 +199,12 @@ void DevicePool::MarkRecovered(Slot& slot) {
   if (slot.healthy) return;
   slot.healthy = true;
   ++healthy_;
-  if (!slot.fallback) ++healthy_primary_;
+  if (!slot.fallback) {
+    ++healthy_primary_;
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      primaries_running_[kind] += slot.supports.test(kind);
+    }
+  }
   DMLSERVE_DCHECK(healthy_ <= static_cast<int>(slots_.size()));
 }
 

@@ -10,7 +10,8 @@
 // work, and decides:
 //  - who serves: healthy primary devices; fallback devices (the CPU behind
 //    GPUs) only once every primary has failed, so a lost GPU never strands a
-//    request and a healthy one is never bypassed;
+//    request and a healthy one is never bypassed (in a mixed pool, below: a
+//    fallback serves an operator once no healthy primary runs it);
 //  - who takes the next batch: the serving device running the fewest
 //    batches (least outstanding work). Devices pull, so this turns "whoever
 //    wakes first" into placement;
@@ -19,7 +20,7 @@
 //    above hold as stated. In a *mixed* pool, where some device serves a
 //    subset, loads are not compared (a less loaded device may be one that
 //    cannot run the batch), every waiting worker is woken for new work, and
-//    each takes only batches of operators its device supports;
+//    each takes only batches of the operators its device serves (ServedBy);
 //  - whom to wake: one waiting worker of the device that should take the
 //    work, never all of them (on two cores a stampede costs more than it
 //    saves);
@@ -54,6 +55,7 @@ class DevicePool {
     int wakes_pending = 0;  // of those, signalled and not yet awake
     int exited = 0;         // its workers that left for good (shutdown, no recovery)
     bool probing = false;   // one of its workers is bringing it back (Recover)
+    OperatorSet supports;   // Device::Supports, asked once
     // When each waiting worker wakes on its own (InfiniteFuture: only when
     // signalled), in no order.
     std::vector<absl::Time> wait_deadlines;
@@ -75,13 +77,19 @@ class DevicePool {
 
   // Whether `slot` takes work at all.
   bool Serves(const Slot& slot) const;
+  // The operators `slot` takes now: none when it failed; for a fallback,
+  // those it supports that no healthy primary runs.
+  OperatorSet ServedBy(const Slot& slot) const;
 
   // Whether every device supports every operator (see above).
   bool uniform() const { return uniform_; }
   // Whether any device, healthy or not, supports `kind`.
-  bool AnySupports(OperatorKind kind) const { return supported_[static_cast<int>(kind)]; }
-  // Whether a device that serves now supports `kind`.
+  bool AnySupports(OperatorKind kind) const { return supported_any_.test(Index(kind)); }
+  // Whether a device takes `kind` now.
   bool CanServe(OperatorKind kind) const;
+  // Whether fallback devices take `kind` in place of failed primaries (then
+  // a batch that failed on devices still runs, see the scheduler).
+  bool FallbacksServe(OperatorKind kind) const;
 
   // Whether `slot` should take the next batch: it serves, and no other
   // serving device with a free worker runs fewer batches.
@@ -136,8 +144,6 @@ class DevicePool {
   void MarkRecovered(Slot& slot);
 
   int healthy() const { return healthy_; }
-  // Whether every primary failed and fallback devices serve in their place.
-  bool fallbacks_serving() const { return healthy_primary_ == 0 && healthy_ > 0; }
   // Why the last device failed ("no devices configured" when there are none).
   const std::string& last_failure() const { return last_failure_; }
 
@@ -150,8 +156,12 @@ class DevicePool {
   int healthy_primary_ = 0;
   std::string last_failure_;
   bool stopping_ = false;
+  static size_t Index(OperatorKind kind) { return static_cast<size_t>(kind); }
+
   bool uniform_ = true;
-  bool supported_[kOperatorKindCount] = {};  // AnySupports, per OperatorKind
+  OperatorSet supported_any_;  // AnySupports
+  // Per OperatorKind, how many healthy primaries support it.
+  int primaries_running_[kOperatorKindCount] = {};
 };
 
 }  // namespace dmlserve

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -113,10 +114,12 @@ class Scheduler::Impl : public JobCancellationListener {
            !queue_.HasRunnable(now, /*idle=*/true) &&
            pool_.WillLookBy(slot, queue_.hold_end() + options_.hold_backstop);
   }
-  // In a pool where some device serves a subset of the operators, `slot`'s
-  // device, to look only at batches it supports; null otherwise.
-  const Device* OnlyFor(const Slot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return pool_.uniform() ? nullptr : slot.device.get();
+  // In a pool where some device serves a subset of the operators, those
+  // `slot` takes (DevicePool::ServedBy), to look only at their batches;
+  // nullopt (every batch) otherwise.
+  std::optional<OperatorSet> OnlyFor(const Slot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (pool_.uniform()) return std::nullopt;
+    return pool_.ServedBy(slot);
   }
   // Accepts a batch whose every job may run on a submitting thread.
   static auto CheapOn(const Device& device) {
@@ -363,8 +366,8 @@ absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, a
   // An idle one backs up the held batch: arrivals end its hold, this worker
   // only when none came by the hold's end plus the backstop.
   if (queue_.holding(now)) {
-    return OnlyFor(slot) == nullptr ? queue_.hold_end() + backstop
-                                    : queue_.NextDueTime(OnlyFor(slot)) + backstop;
+    return pool_.uniform() ? queue_.hold_end() + backstop
+                           : queue_.NextDueTime(OnlyFor(slot)) + backstop;
   }
   // While holds keep beginning, the worker looks every `backstop` rather
   // than being woken for each (HoldCoveredLocked); once they stop, it sleeps
@@ -376,12 +379,12 @@ absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, a
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
                                                    std::vector<UnrunJob>& unrun) {
-  const Device* only_for = OnlyFor(*slot);
+  const std::optional<OperatorSet> only = OnlyFor(*slot);
   std::unique_ptr<Batch> batch =
-      only_for == nullptr
+      !only.has_value()
           ? queue_.Take(now, slot->idle(), *slot->device, accept)
-          : queue_.Take(now, slot->idle(), *slot->device, [only_for, accept](const Batch& batch) {
-              return only_for->Supports(batch.key.kind()) && accept(batch);
+          : queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
+              return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
             });
   if (batch == nullptr) return nullptr;
   RemoveDeadJobs(*batch, now, unrun);
@@ -482,7 +485,7 @@ bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch
     // (the CPU behind GPUs) are the exception: once every primary is gone
     // they take the batch whatever it cost, as they exist so that a lost GPU
     // never strands a request.
-    const bool last_resort = pool_.fallbacks_serving();
+    const bool last_resort = pool_.FallbacksServe(batch->key.kind());
     for (auto& job : batch->RemoveIf([this, last_resort](const Job& job) {
            return !last_resort && job.failed_attempts + 1 >= options_.max_attempts;
          })) {

@@ -11,6 +11,7 @@
 // ("input.data: 44 bytes, expected 48 for FLOAT32 sizes [1,1,3,4]") and the
 // server prefixes the operator ("cumulative_summation.").
 
+#include <bitset>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -29,6 +30,8 @@ enum class OperatorKind : uint8_t {
   kQuantizedLinearMatrixMultiply = 2,
 };
 inline constexpr int kOperatorKindCount = 3;
+// A set of operators, indexed by OperatorKind (e.g. those a device serves).
+using OperatorSet = std::bitset<kOperatorKindCount>;
 
 // "cumulative_summation", "cumulative_product",
 // "quantized_linear_matrix_multiply" (the API's oneof field names, also used as

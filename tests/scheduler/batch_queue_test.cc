@@ -194,18 +194,18 @@ TEST_F(BatchQueueTest, CloseAllLetsABusyDeviceTakeEverythingAtOnce) {
 TEST_F(BatchQueueTest, ADeviceThatServesASubsetSeesOnlyItsOperators) {
   Add(ScanOf(kF32, {3}, 1), kT0);
   Add(MatMulOf(WeightB(1), Scale(1)), kT0 + absl::Microseconds(50));
-  TestDevice matmuls("matmuls");
-  matmuls.ServeOnly({OperatorKind::kQuantizedLinearMatrixMultiply});
-  TestDevice products("products");
-  products.ServeOnly({OperatorKind::kCumulativeProduct});
+  const OperatorSet matmuls =
+      OperatorSet().set(static_cast<size_t>(OperatorKind::kQuantizedLinearMatrixMultiply));
+  const OperatorSet products =
+      OperatorSet().set(static_cast<size_t>(OperatorKind::kCumulativeProduct));
 
-  EXPECT_TRUE(queue_.HasRunnable(kT0, /*idle=*/true, &matmuls));
-  EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true, &products));
-  EXPECT_EQ(queue_.NextDueTime(&matmuls), kT0 + absl::Microseconds(50) + kDelay);
-  EXPECT_EQ(queue_.NextDueTime(&products), absl::InfiniteFuture());
+  EXPECT_TRUE(queue_.HasRunnable(kT0, /*idle=*/true, matmuls));
+  EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true, products));
+  EXPECT_EQ(queue_.NextDueTime(matmuls), kT0 + absl::Microseconds(50) + kDelay);
+  EXPECT_EQ(queue_.NextDueTime(products), absl::InfiniteFuture());
   // Due for a busy device only when its own batch is.
-  EXPECT_FALSE(queue_.HasRunnable(kT0 + kDelay, /*idle=*/false, &matmuls));
-  EXPECT_TRUE(queue_.HasRunnable(kT0 + kDelay + absl::Microseconds(50), false, &matmuls));
+  EXPECT_FALSE(queue_.HasRunnable(kT0 + kDelay, /*idle=*/false, matmuls));
+  EXPECT_TRUE(queue_.HasRunnable(kT0 + kDelay + absl::Microseconds(50), false, matmuls));
 
   std::vector<std::shared_ptr<Job>> removed =
       queue_.RemoveAll(OperatorKind::kQuantizedLinearMatrixMultiply);
@@ -213,7 +213,7 @@ TEST_F(BatchQueueTest, ADeviceThatServesASubsetSeesOnlyItsOperators) {
   EXPECT_EQ(KindOf(removed[0]->operation), OperatorKind::kQuantizedLinearMatrixMultiply);
   EXPECT_EQ(removed[0]->waiting_in, nullptr);
   EXPECT_EQ(queue_.job_count(), 1u);
-  EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true, &matmuls));
+  EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true, matmuls));
 }
 
 TEST(BatchQueueLimitsTest, LimitsBelowTheirMinimumAreRaisedToIt) {

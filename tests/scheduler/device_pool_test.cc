@@ -82,13 +82,13 @@ TEST(DevicePoolTest, FallbacksServeOnlyOnceEveryPrimaryFailed) {
   Pool p(1, 1);
   EXPECT_TRUE(p.pool->Serves(p.slot(0)));
   EXPECT_FALSE(p.pool->Serves(p.slot(1)));
-  EXPECT_FALSE(p.pool->fallbacks_serving());
+  EXPECT_FALSE(p.pool->FallbacksServe(kSum));
   EXPECT_EQ(p.pool->IdleSlot(kSum), &p.slot(0));
 
   EXPECT_TRUE(p.pool->MarkFailed(p.slot(0), absl::InternalError("lost")));
   EXPECT_FALSE(p.pool->MarkFailed(p.slot(0), absl::InternalError("again")));
   EXPECT_EQ(p.pool->healthy(), 1);
-  EXPECT_TRUE(p.pool->fallbacks_serving());
+  EXPECT_TRUE(p.pool->FallbacksServe(kSum));
   EXPECT_TRUE(p.pool->Serves(p.slot(1)));
   EXPECT_EQ(p.pool->IdleSlot(kSum), &p.slot(1));
   EXPECT_THAT(p.pool->last_failure(), HasSubstr("p0 failed"));
@@ -159,6 +159,26 @@ TEST(DevicePoolTest, InAMixedPoolEachOperatorGoesToADeviceThatRunsIt) {
   EXPECT_FALSE(p.pool->CanServe(kMatMul));
   EXPECT_TRUE(p.pool->AnySupports(kMatMul));
   EXPECT_TRUE(p.pool->CanServe(kSum));
+}
+
+TEST(DevicePoolTest, AFallbackServesTheOperatorsNoHealthyPrimaryRuns) {
+  // A GPU that runs only matrix multiplies, the CPU behind it running all.
+  Pool p(1, 1, 1, {{kMatMul}});
+  EXPECT_FALSE(p.pool->uniform());
+  EXPECT_EQ(p.pool->ServedBy(p.slot(0)), OperatorSet().set(static_cast<size_t>(kMatMul)));
+  EXPECT_EQ(p.pool->ServedBy(p.slot(1)),
+            OperatorSet(p.slot(1).supports).reset(static_cast<size_t>(kMatMul)));
+  EXPECT_EQ(p.pool->IdleSlot(kMatMul), &p.slot(0));
+  EXPECT_EQ(p.pool->IdleSlot(kSum), &p.slot(1));
+  EXPECT_TRUE(p.pool->FallbacksServe(kSum));
+  EXPECT_FALSE(p.pool->FallbacksServe(kMatMul));
+
+  p.pool->MarkFailed(p.slot(0), absl::InternalError("lost"));
+  EXPECT_TRUE(p.pool->ServedBy(p.slot(1)).all());
+  EXPECT_EQ(p.pool->IdleSlot(kMatMul), &p.slot(1));
+  EXPECT_TRUE(p.pool->FallbacksServe(kMatMul));
+  p.pool->MarkRecovered(p.slot(0));
+  EXPECT_EQ(p.pool->IdleSlot(kMatMul), &p.slot(0));
 }
 
 TEST(DevicePoolTest, AUniformPoolServesEveryOperatorEverywhere) {

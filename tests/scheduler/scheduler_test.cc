@@ -1215,6 +1215,27 @@ TEST_F(SchedulerTest, DevicesThatServeASubsetRunOnlyTheirOperators) {
   EXPECT_THAT(KindsRun(*devices_[1]), ElementsAre("quantized_linear_matrix_multiply"));
 }
 
+TEST_F(SchedulerTest, AFallbackRunsTheOperatorsThePrimaryDoesNot) {
+  // A GPU that runs only matrix multiplies, and the CPU behind it.
+  std::vector<std::unique_ptr<Device>> primary, fallback;
+  auto gpu = std::make_unique<TestDevice>("gpu");
+  gpu->ServeOnly({kMatMul});
+  auto cpu = std::make_unique<TestDevice>("cpu");
+  devices_ = {gpu.get(), cpu.get()};
+  primary.push_back(std::move(gpu));
+  fallback.push_back(std::move(cpu));
+  scheduler_ =
+      std::make_unique<Scheduler>(Options(), std::move(primary), &observer_, std::move(fallback));
+  auto matmul = Submit(MatMulOf(WeightB(1), Scale(1)));
+  auto scan = Submit(ScanOf(kF32, {3}, 1));
+  ASSERT_TRUE(matmul->Await());
+  ASSERT_TRUE(scan->Await());
+  EXPECT_TRUE(matmul->result.status.ok()) << matmul->result.status;
+  EXPECT_EQ(matmul->result.info.device, "gpu");
+  ExpectCorrectScan(*scan);
+  EXPECT_EQ(scan->result.info.device, "cpu");
+}
+
 TEST_F(SchedulerTest, AnOperatorNoDeviceRunsIsRefusedAsUnimplemented) {
   Start(Options(), 2, 1, {{kSum}, {kSum, kProduct}});
   std::shared_ptr<Submitted> submitted = NewJob(MatMulOf(WeightB(1), Scale(1)));
