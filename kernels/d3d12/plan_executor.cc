@@ -26,7 +26,7 @@ bool NeedsUpload(BufferKind kind) {
 // ends.
 class BatchBuffers {
  public:
-  BatchBuffers(BufferPool* pool, ResidentTensors* residents, size_t count)
+  BatchBuffers(GpuBufferPool* pool, ResidentTensors* residents, size_t count)
       : pooled_(count), resident_(count), pool_(pool), residents_(residents) {}
   ~BatchBuffers() {
     for (PooledBuffer& buffer : pooled_) pool_->Release(std::move(buffer));
@@ -42,7 +42,7 @@ class BatchBuffers {
   std::vector<std::string> uploading_;  // resident keys this batch uploads
 
  private:
-  BufferPool* pool_;
+  GpuBufferPool* pool_;
   ResidentTensors* residents_;
 };
 

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/d3d12/buffer_pool.h"
 #include "kernels/d3d12/command_ring.h"
 #include "kernels/d3d12/d3d12_api.h"
 #include "kernels/d3d12/device_health.h"
 #include "kernels/d3d12/fault_injection.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 #include "kernels/d3d12/pipeline_cache.h"
 #include "kernels/d3d12/resident_tensors.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
@@ -34,7 +34,7 @@ struct PlanExecutorParts {
   ID3D12Device* device = nullptr;
   CommandRing* commands = nullptr;
   StagingRings* staging = nullptr;
-  BufferPool* pool = nullptr;
+  GpuBufferPool* pool = nullptr;
   ResidentTensors* residents = nullptr;
   PipelineCache* pipelines = nullptr;
   DeviceHealth* health = nullptr;
