@@ -135,6 +135,6 @@ RuntimeStats DeviceRuntime::stats() const {
   return stats;
 }
 
-int DeviceRuntime::max_inflight_batches() const { return parts_->commands->slot_count(); }
+int DeviceRuntime::max_inflight_batches() const { return parts_->commands->context_count(); }
 
 }  // namespace dmlserve::d3d12

@@ -6,7 +6,7 @@
 // list holds the copies in, the dispatches with their state transitions and
 // UAV barriers, and the copies out to the readback ring. The batch waits for
 // its own fence and returns the read-back outputs. Knows nothing about
-// operators. Thread-safe: each concurrent Run holds its own command slot.
+// operators. Thread-safe: each concurrent Run holds its own command context.
 //
 // Errors: a plan that breaks the DispatchPlan contract is INVALID_ARGUMENT,
 // a kernel that does not build INTERNAL; neither harms the device. A lost
