@@ -28,8 +28,8 @@
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
 #include "scheduler/scheduler.h"
+#include "server/backend_devices.h"
 #include "server/device_events_log.h"
-#include "server/device_factory.h"
 #include "server/drain_gate.h"
 #include "server/host_port.h"
 #include "server/kserve_service.h"
@@ -236,7 +236,7 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   ServiceMetrics service_metrics(registry.get(), gauges.get(), DMLSERVE_VERSION,
                                  config->scheduler.batch.max_batch_size);
 
-  absl::StatusOr<DeviceSet> devices = CreateDevices(config->backend, config->devices);
+  absl::StatusOr<DeviceSet> devices = CreateBackendDevices(config->backend, config->devices);
   if (!devices.ok()) {
     return Fail(absl::Status(
         devices.status().code(),

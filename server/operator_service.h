@@ -11,7 +11,7 @@
 
 #include "dmlserve/v1/dmlserve.grpc.pb.h"
 #include "scheduler/scheduler.h"
-#include "server/device_factory.h"
+#include "server/backend_devices.h"
 #include "server/drain_gate.h"
 #include "server/memory_budget.h"
 #include "server/request_executor.h"

@@ -21,7 +21,7 @@ RequestExecutor::RequestExecutor(Scheduler* scheduler, const TensorRegistry* ten
 
 void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
                               absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit,
-                              Completion done) {
+                              ResponseCallback done) {
   const absl::Time start = absl::Now();
   const std::optional<OperatorKind> kind = RequestedOperator(*request);
   const uint64_t request_bytes = request->ByteSizeLong();
@@ -32,7 +32,7 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   // Shared by both outcomes; the metrics see every answer exactly once.
   auto finish = [metrics = metrics_, kind, start](absl::Status status, v1::ExecuteResponse response,
                                                   MemoryBudget::Reservation held,
-                                                  Completion& done) {
+                                                  ResponseCallback& done) {
     if (metrics != nullptr) metrics->RequestFinished(kind, status.code(), absl::Now() - start);
     done(std::move(status), std::move(response), std::move(held));
   };

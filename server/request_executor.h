@@ -28,8 +28,8 @@ class RequestExecutor {
   // on success the output and execution info. The caller keeps `held` until
   // the response has been handed to the client, so the memory budget covers
   // responses waiting to be sent too.
-  using Completion = absl::AnyInvocable<void(absl::Status status, v1::ExecuteResponse response,
-                                             MemoryBudget::Reservation held)>;
+  using ResponseCallback = absl::AnyInvocable<void(
+      absl::Status status, v1::ExecuteResponse response, MemoryBudget::Reservation held)>;
 
   // All must outlive the executor. `metrics` and `budget` may be null.
   RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors, ServiceMetrics* metrics,
@@ -39,7 +39,7 @@ class RequestExecutor {
   // client. `on_admit` receives the job before it is submitted, so the caller
   // can cancel it later (it is not called when decoding fails).
   void Execute(v1::ExecuteRequest* request, absl::Time deadline,
-               absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit, Completion done);
+               absl::FunctionRef<void(std::shared_ptr<Job>)> on_admit, ResponseCallback done);
 
   // Counts a request of `bytes` that was not a valid message (`status`) in
   // the request metrics, under no operator; the caller answers it.

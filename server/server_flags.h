@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/scheduler.h"
-#include "server/device_factory.h"
+#include "server/backend_devices.h"
 
 namespace dmlserve {
 
@@ -17,7 +17,7 @@ struct ServerConfig {
   std::string listen;          // gRPC, HOST:PORT
   std::string metrics_listen;  // /metrics, HOST:PORT
   std::string backend;         // cpu, d3d12, auto
-  DeviceFactoryOptions devices;
+  BackendDeviceOptions devices;
   SchedulerOptions scheduler;
   uint64_t max_request_bytes = 0;
   uint64_t max_registered_tensor_bytes = 0;

@@ -7,7 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "dmlserve/v1/dmlserve.pb.h"
 #include "scheduler/scheduler.h"
-#include "server/device_factory.h"
+#include "server/backend_devices.h"
 #include "server/tensor_registry.h"
 
 namespace dmlserve {

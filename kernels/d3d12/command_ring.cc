@@ -5,8 +5,8 @@
 namespace dmlserve::d3d12 {
 
 absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12Device> device,
-                                                                 int slots) {
-  if (slots < 1) return absl::InvalidArgumentError("a command ring needs at least one slot");
+                                                                 int contexts) {
+  if (contexts < 1) return absl::InvalidArgumentError("a command ring needs at least one context");
   std::unique_ptr<CommandRing> ring(new CommandRing);
   ring->device_ = std::move(device);
   ID3D12Device* d = ring->device_.get();
@@ -21,62 +21,65 @@ absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12De
   hr = d->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), ring->fence_.put_void());
   if (FAILED(hr)) return HResultError(hr, "CreateFence");
 
-  for (int i = 0; i < slots; ++i) {
-    auto slot = std::make_unique<Slot>();
-    if (!slot->event_.valid()) return absl::InternalError("creating a fence event failed");
-    hr = d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_COMPUTE,
-                                   __uuidof(ID3D12CommandAllocator), slot->allocator_.put_void());
+  for (int i = 0; i < contexts; ++i) {
+    auto context = std::make_unique<CommandContext>();
+    if (!context->event_.valid()) return absl::InternalError("creating a fence event failed");
+    hr =
+        d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_COMPUTE, __uuidof(ID3D12CommandAllocator),
+                                  context->allocator_.put_void());
     if (FAILED(hr)) return HResultError(hr, "CreateCommandAllocator(COMPUTE)");
-    hr = d->CreateCommandList(0, D3D12_COMMAND_LIST_TYPE_COMPUTE, slot->allocator_.get(), nullptr,
-                              __uuidof(ID3D12GraphicsCommandList), slot->list_.put_void());
+    hr =
+        d->CreateCommandList(0, D3D12_COMMAND_LIST_TYPE_COMPUTE, context->allocator_.get(), nullptr,
+                             __uuidof(ID3D12GraphicsCommandList), context->list_.put_void());
     if (FAILED(hr)) return HResultError(hr, "CreateCommandList(COMPUTE)");
     // Lists are born open; Acquire() expects them closed.
-    hr = slot->list_->Close();
+    hr = context->list_->Close();
     if (FAILED(hr)) return HResultError(hr, "ID3D12GraphicsCommandList::Close");
-    ring->slots_.push_back(std::move(slot));
+    ring->contexts_.push_back(std::move(context));
   }
   return ring;
 }
 
 absl::StatusOr<CommandRing::Lease> CommandRing::Acquire(uint32_t timeout_ms) {
-  Slot* slot = nullptr;
+  CommandContext* context = nullptr;
   {
-    std::unique_lock<std::mutex> lock(slots_mutex_);
+    std::unique_lock<std::mutex> lock(contexts_mutex_);
     for (;;) {
-      for (size_t i = 0; i < slots_.size() && slot == nullptr; ++i) {
-        Slot* candidate = slots_[(next_slot_ + i) % slots_.size()].get();
+      for (size_t i = 0; i < contexts_.size() && context == nullptr; ++i) {
+        CommandContext* candidate = contexts_[(next_context_ + i) % contexts_.size()].get();
         if (!candidate->in_use_) {
-          slot = candidate;
-          next_slot_ = (next_slot_ + i + 1) % slots_.size();
+          context = candidate;
+          next_context_ = (next_context_ + i + 1) % contexts_.size();
         }
       }
-      if (slot != nullptr) break;
-      slot_freed_.wait(lock);
+      if (context != nullptr) break;
+      context_freed_.wait(lock);
     }
-    slot->in_use_ = true;
+    context->in_use_ = true;
   }
-  Lease lease(this, slot);
+  Lease lease(this, context);
   // Normally complete already (each batch waits for its own fence), but a
   // batch that failed between submission and wait leaves work behind; the
   // allocator must not be reset under the GPU.
-  if (slot->last_fence_value_ > 0) {
-    absl::Status waited = slot->event_.Wait(fence_.get(), slot->last_fence_value_, timeout_ms);
+  if (context->last_fence_value_ > 0) {
+    absl::Status waited =
+        context->event_.Wait(fence_.get(), context->last_fence_value_, timeout_ms);
     if (!waited.ok()) return waited;
   }
-  HRESULT hr = slot->allocator_->Reset();
+  HRESULT hr = context->allocator_->Reset();
   if (FAILED(hr)) return HResultError(hr, "ID3D12CommandAllocator::Reset");
-  hr = slot->list_->Reset(slot->allocator_.get(), nullptr);
+  hr = context->list_->Reset(context->allocator_.get(), nullptr);
   if (FAILED(hr)) return HResultError(hr, "ID3D12GraphicsCommandList::Reset");
-  slot->recording_ = true;
+  context->recording_ = true;
   return lease;
 }
 
-absl::StatusOr<uint64_t> CommandRing::Submit(Slot* slot) {
-  slot->recording_ = false;
-  HRESULT hr = slot->list_->Close();
+absl::StatusOr<uint64_t> CommandRing::Submit(CommandContext* context) {
+  context->recording_ = false;
+  HRESULT hr = context->list_->Close();
   if (FAILED(hr)) return HResultError(hr, "ID3D12GraphicsCommandList::Close");
   std::lock_guard<std::mutex> lock(submit_mutex_);
-  ID3D12CommandList* lists[] = {slot->list_.get()};
+  ID3D12CommandList* lists[] = {context->list_.get()};
   queue_->ExecuteCommandLists(1, lists);
   const uint64_t value = last_signalled_ + 1;
   hr = queue_->Signal(fence_.get(), value);
@@ -85,12 +88,12 @@ absl::StatusOr<uint64_t> CommandRing::Submit(Slot* slot) {
     return absl::UnavailableError(HResultError(hr, "ID3D12CommandQueue::Signal").message());
   }
   last_signalled_ = value;
-  slot->last_fence_value_ = value;
+  context->last_fence_value_ = value;
   return value;
 }
 
-absl::Status CommandRing::Wait(Slot* slot, uint64_t fence_value, uint32_t timeout_ms) {
-  return slot->event_.Wait(fence_.get(), fence_value, timeout_ms);
+absl::Status CommandRing::Wait(CommandContext* context, uint64_t fence_value, uint32_t timeout_ms) {
+  return context->event_.Wait(fence_.get(), fence_value, timeout_ms);
 }
 
 absl::Status CommandRing::WaitIdle(uint32_t timeout_ms) {
@@ -109,18 +112,18 @@ uint64_t CommandRing::submissions() const {
   return last_signalled_;
 }
 
-void CommandRing::Release(Slot* slot) {
+void CommandRing::Release(CommandContext* context) {
   // A batch that gave up while recording leaves its list open; an open list
   // cannot be reset, so close it (whatever it holds is never executed).
-  if (slot->recording_) {
-    slot->list_->Close();
-    slot->recording_ = false;
+  if (context->recording_) {
+    context->list_->Close();
+    context->recording_ = false;
   }
   {
-    std::lock_guard<std::mutex> lock(slots_mutex_);
-    slot->in_use_ = false;
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    context->in_use_ = false;
   }
-  slot_freed_.notify_one();
+  context_freed_.notify_one();
 }
 
 }  // namespace dmlserve::d3d12

@@ -1,12 +1,12 @@
 #ifndef DMLSERVE_KERNELS_D3D12_COMMAND_RING_H_
 #define DMLSERVE_KERNELS_D3D12_COMMAND_RING_H_
 
-// One compute queue and a ring of command slots (allocator + list + fence
+// One compute queue and a ring of command contexts (allocator + list + fence
 // event), so that several batches are in flight on the queue at once: while
-// one batch computes, the next one records its uploads into another slot.
+// one batch computes, the next one records its uploads into another context.
 //
-// A slot is lent to one batch from Acquire() to its release; the batch
-// records into slot->list(), Submit()s it and Wait()s for its fence value.
+// A context is lent to one batch from Acquire() to its release; the batch
+// records into context->list(), Submit()s it and Wait()s for its fence value.
 // Completion is fence-based: one fence per queue, signalled after every
 // submission with the next value.
 
@@ -25,7 +25,9 @@ namespace dmlserve::d3d12 {
 
 class CommandRing {
  public:
-  class Slot {
+  // A command allocator and list, and the event that waits for their last
+  // submission: what one batch records into while it holds the context.
+  class CommandContext {
    public:
     ID3D12GraphicsCommandList* list() const { return list_.get(); }
 
@@ -34,63 +36,63 @@ class CommandRing {
     ComPtr<ID3D12CommandAllocator> allocator_;
     ComPtr<ID3D12GraphicsCommandList> list_;
     FenceEvent event_;
-    uint64_t last_fence_value_ = 0;  // of the slot's last submission
+    uint64_t last_fence_value_ = 0;  // of the context's last submission
     bool in_use_ = false;
     bool recording_ = false;  // the list is open
   };
 
-  // Returns the slot to the ring when destroyed.
+  // Returns the context to the ring when destroyed.
   class Lease {
    public:
-    Lease(CommandRing* ring, Slot* slot) : ring_(ring), slot_(slot) {}
+    Lease(CommandRing* ring, CommandContext* context) : ring_(ring), context_(context) {}
     Lease(Lease&& other) noexcept
-        : ring_(std::exchange(other.ring_, nullptr)), slot_(other.slot_) {}
+        : ring_(std::exchange(other.ring_, nullptr)), context_(other.context_) {}
     Lease& operator=(Lease&&) = delete;
     ~Lease() {
-      if (ring_ != nullptr) ring_->Release(slot_);
+      if (ring_ != nullptr) ring_->Release(context_);
     }
-    Slot* operator->() const { return slot_; }
-    Slot* get() const { return slot_; }
+    CommandContext* operator->() const { return context_; }
+    CommandContext* get() const { return context_; }
 
    private:
     CommandRing* ring_;
-    Slot* slot_;
+    CommandContext* context_;
   };
 
   static absl::StatusOr<std::unique_ptr<CommandRing>> Create(ComPtr<ID3D12Device> device,
-                                                             int slots);
+                                                             int contexts);
 
-  // Blocks until a slot is free and its previous submission complete, then
+  // Blocks until a context is free and its previous submission complete, then
   // resets it for recording.
   absl::StatusOr<Lease> Acquire(uint32_t timeout_ms);
 
-  // Closes the slot's list, executes it and signals the fence; returns the
+  // Closes the context's list, executes it and signals the fence; returns the
   // fence value that marks its completion.
-  absl::StatusOr<uint64_t> Submit(Slot* slot);
+  absl::StatusOr<uint64_t> Submit(CommandContext* context);
 
   // Blocks until the fence reaches `fence_value` (see FenceEvent::Wait).
-  absl::Status Wait(Slot* slot, uint64_t fence_value, uint32_t timeout_ms);
+  absl::Status Wait(CommandContext* context, uint64_t fence_value, uint32_t timeout_ms);
 
   // Blocks until everything submitted so far has completed (or `timeout_ms`
   // passed): before the resources it uses are destroyed.
   absl::Status WaitIdle(uint32_t timeout_ms);
 
-  int slot_count() const { return static_cast<int>(slots_.size()); }
+  int context_count() const { return static_cast<int>(contexts_.size()); }
   uint64_t submissions() const;
   ID3D12CommandQueue* queue() const { return queue_.get(); }
 
  private:
   CommandRing() = default;
-  void Release(Slot* slot);
+  void Release(CommandContext* context);
 
   ComPtr<ID3D12Device> device_;
   ComPtr<ID3D12CommandQueue> queue_;
   ComPtr<ID3D12Fence> fence_;
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<CommandContext>> contexts_;
 
-  std::mutex slots_mutex_;
-  std::condition_variable slot_freed_;
-  size_t next_slot_ = 0;  // round robin, so slots are used evenly
+  std::mutex contexts_mutex_;
+  std::condition_variable context_freed_;
+  size_t next_context_ = 0;  // round robin, so contexts are used evenly
 
   mutable std::mutex submit_mutex_;  // queue submissions and fence values in one order
   uint64_t last_signalled_ = 0;

@@ -2,8 +2,8 @@
 
 #include <memory>
 
-#include "kernels/d3d12/device_factory.h"
 #include "kernels/d3d12/kernel_library.h"
+#include "kernels/d3d12/logical_devices.h"
 #include "kernels/d3d12/shaders/batch_planner.h"
 #include "kernels/d3d12/shaders/kernel_abi.h"
 
@@ -26,7 +26,7 @@ d3d12::BatchPlanner ProductPlanner() {
 
 absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateD3D12Devices(
     const D3D12Options& options) {
-  return d3d12::CreateDevices(options, ProductPlanner(), ProductKernels());
+  return d3d12::CreateLogicalDevices(options, ProductPlanner(), ProductKernels());
 }
 
 }  // namespace dmlserve

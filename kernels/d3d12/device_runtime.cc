@@ -1,11 +1,11 @@
 #include "kernels/d3d12/device_runtime.h"
 
 #include "kernels/d3d12/buffer_factory.h"
-#include "kernels/d3d12/buffer_pool.h"
 #include "kernels/d3d12/command_ring.h"
 #include "kernels/d3d12/d3d12_api.h"
 #include "kernels/d3d12/device_health.h"
 #include "kernels/d3d12/fault_injection.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 #include "kernels/d3d12/pipeline_cache.h"
 #include "kernels/d3d12/plan_executor.h"
 #include "kernels/d3d12/resident_tensors.h"
@@ -19,7 +19,7 @@ namespace dmlserve::d3d12 {
 struct DeviceRuntime::Parts {
   ComPtr<ID3D12Device> device;
   std::unique_ptr<BufferFactory> factory;
-  std::unique_ptr<BufferPool> pool;
+  std::unique_ptr<GpuBufferPool> pool;
   std::unique_ptr<StagingRings> staging;
   std::unique_ptr<ResidentTensors> residents;
   std::unique_ptr<PipelineCache> pipelines;
@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
   auto parts = std::make_unique<Parts>();
   parts->device = device;
   parts->factory = std::make_unique<BufferFactory>(device);
-  parts->pool = std::make_unique<BufferPool>(parts->factory.get(), options.pool_max_idle_bytes);
+  parts->pool = std::make_unique<GpuBufferPool>(parts->factory.get(), options.pool_max_idle_bytes);
   parts->staging =
       std::make_unique<StagingRings>(parts->factory.get(), options.staging_initial_bytes);
   parts->residents = std::make_unique<ResidentTensors>(parts->pool.get());
@@ -135,6 +135,6 @@ RuntimeStats DeviceRuntime::stats() const {
   return stats;
 }
 
-int DeviceRuntime::max_inflight_batches() const { return parts_->commands->slot_count(); }
+int DeviceRuntime::max_inflight_batches() const { return parts_->commands->context_count(); }
 
 }  // namespace dmlserve::d3d12

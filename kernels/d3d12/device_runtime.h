@@ -24,7 +24,7 @@ namespace dmlserve::d3d12 {
 
 struct RuntimeOptions {
   std::string name = "d3d12:0";  // for error messages
-  int inflight_batches = 2;      // command slots: batches in flight on the queue
+  int inflight_batches = 2;      // command contexts: batches in flight on the queue
   int fail_after_batches = -1;   // fault injection (fault_injection.h)
   // A batch whose fence has not completed after this long means a hung device.
   uint32_t batch_timeout_ms = 60000;

@@ -26,7 +26,7 @@ bool NeedsUpload(BufferKind kind) {
 // ends.
 class BatchBuffers {
  public:
-  BatchBuffers(BufferPool* pool, ResidentTensors* residents, size_t count)
+  BatchBuffers(GpuBufferPool* pool, ResidentTensors* residents, size_t count)
       : pooled_(count), resident_(count), pool_(pool), residents_(residents) {}
   ~BatchBuffers() {
     for (PooledBuffer& buffer : pooled_) pool_->Release(std::move(buffer));
@@ -42,7 +42,7 @@ class BatchBuffers {
   std::vector<std::string> uploading_;  // resident keys this batch uploads
 
  private:
-  BufferPool* pool_;
+  GpuBufferPool* pool_;
   ResidentTensors* residents_;
 };
 
@@ -157,7 +157,7 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   if (absl::Status health = parts_.health->status(); !health.ok()) return health;
   if (absl::Status valid = ValidatePlan(plan); !valid.ok()) return valid;
 
-  // Pipelines first: building a kernel takes time and needs no command slot.
+  // Pipelines first: building a kernel takes time and needs no command context.
   std::vector<ID3D12PipelineState*> pipelines(plan.dispatches.size());
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
     absl::StatusOr<ID3D12PipelineState*> pipeline =
@@ -166,9 +166,9 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
     pipelines[d] = *pipeline;
   }
 
-  absl::StatusOr<CommandRing::Lease> slot = parts_.commands->Acquire(parts_.batch_timeout_ms);
-  if (!slot.ok()) return DeviceFailure(slot.status());
-  ID3D12GraphicsCommandList* list = (*slot)->list();
+  absl::StatusOr<CommandRing::Lease> context = parts_.commands->Acquire(parts_.batch_timeout_ms);
+  if (!context.ok()) return DeviceFailure(context.status());
+  ID3D12GraphicsCommandList* list = (*context)->list();
 
   // Buffers. Resident ones first, in key order: a batch may wait for another
   // batch's upload of one key while uploading another itself, and one order
@@ -315,10 +315,10 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
         "ExecuteCommandLists: 0x887a0005 DXGI_ERROR_DEVICE_REMOVED (injected by the "
         "fail_after_batches fault-injection switch)"));
   }
-  absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(slot->get());
+  absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(context->get());
   if (!fence_value.ok()) return DeviceFailure(fence_value.status());
   absl::Status completed =
-      parts_.commands->Wait(slot->get(), *fence_value, parts_.batch_timeout_ms);
+      parts_.commands->Wait(context->get(), *fence_value, parts_.batch_timeout_ms);
   if (!completed.ok()) return DeviceFailure(completed);
   // A device can be removed without any call failing (vkd3d reports loss
   // only this way): do not trust outputs from a removed device.

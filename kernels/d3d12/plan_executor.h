@@ -6,7 +6,7 @@
 // list holds the copies in, the dispatches with their state transitions and
 // UAV barriers, and the copies out to the readback ring. The batch waits for
 // its own fence and returns the read-back outputs. Knows nothing about
-// operators. Thread-safe: each concurrent Run holds its own command slot.
+// operators. Thread-safe: each concurrent Run holds its own command context.
 //
 // Errors: a plan that breaks the DispatchPlan contract is INVALID_ARGUMENT,
 // a kernel that does not build INTERNAL; neither harms the device. A lost
@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/d3d12/buffer_pool.h"
 #include "kernels/d3d12/command_ring.h"
 #include "kernels/d3d12/d3d12_api.h"
 #include "kernels/d3d12/device_health.h"
 #include "kernels/d3d12/fault_injection.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 #include "kernels/d3d12/pipeline_cache.h"
 #include "kernels/d3d12/resident_tensors.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
@@ -34,7 +34,7 @@ struct PlanExecutorParts {
   ID3D12Device* device = nullptr;
   CommandRing* commands = nullptr;
   StagingRings* staging = nullptr;
-  BufferPool* pool = nullptr;
+  GpuBufferPool* pool = nullptr;
   ResidentTensors* residents = nullptr;
   PipelineCache* pipelines = nullptr;
   DeviceHealth* health = nullptr;

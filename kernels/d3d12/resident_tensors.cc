@@ -15,7 +15,7 @@ bool ResidentTensors::KeyBelongsTo(absl::string_view key, absl::string_view id) 
 }
 
 std::shared_ptr<const PooledBuffer> ResidentTensors::MakeShared(PooledBuffer buffer) {
-  BufferPool* pool = pool_;
+  GpuBufferPool* pool = pool_;
   return std::shared_ptr<const PooledBuffer>(
       new PooledBuffer(std::move(buffer)), [pool](const PooledBuffer* returned) {
         pool->Release(std::move(*const_cast<PooledBuffer*>(returned)));

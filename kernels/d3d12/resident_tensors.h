@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "kernels/d3d12/buffer_pool.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 
 namespace dmlserve::d3d12 {
 
@@ -35,7 +35,7 @@ class ResidentTensors {
     bool must_upload = false;  // this batch is the uploader
   };
 
-  explicit ResidentTensors(BufferPool* pool) : pool_(pool) {}
+  explicit ResidentTensors(GpuBufferPool* pool) : pool_(pool) {}
   ~ResidentTensors();
   ResidentTensors(const ResidentTensors&) = delete;
   ResidentTensors& operator=(const ResidentTensors&) = delete;
@@ -71,7 +71,7 @@ class ResidentTensors {
   std::shared_ptr<const PooledBuffer> MakeShared(PooledBuffer buffer);
   static bool KeyBelongsTo(absl::string_view key, absl::string_view id);
 
-  BufferPool* const pool_;
+  GpuBufferPool* const pool_;
   mutable std::mutex mutex_;
   std::condition_variable upload_finished_;
   std::map<std::string, Entry, std::less<>> entries_;

@@ -4,13 +4,13 @@
 set(DMLSERVE_D3D12_RUNTIME_SOURCES
   adapter_enumeration.cc
   buffer_factory.cc
-  buffer_pool.cc
   command_ring.cc
   d3d12_guids.cc
   device_health.cc
   device_runtime.cc
   fault_injection.cc
   fence_event.cc
+  gpu_buffer_pool.cc
   hresult.cc
   kernel_library.cc
   pipeline_cache.cc

@@ -13,10 +13,12 @@
 #include "client/cli/json_tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
 #include "tests/client/conformance_file.h"
 #include "tests/client/run_process.h"
-#include "tests/client/scan_reference.h"
 #include "tests/client/shared_server.h"
+#include "tests/reference/reference.h"
 #include "tests/server/server_process.h"
 
 namespace dmlserve::client {
@@ -64,9 +66,14 @@ TEST_F(CliTest, CumsumFromFlags) {
   const Json json = ParseOutput(result);
   EXPECT_EQ(json["output"]["data_type"], "FLOAT32");
   EXPECT_EQ(json["output"]["sizes"], Json::array({1, 1, 3, 4}));
-  const std::vector<double> expected = testing::ReferenceScan<double>(
-      input, {1, 1, 3, 4}, 3, /*reverse=*/true, /*exclusive=*/true, /*product=*/false);
-  EXPECT_EQ(json["output"]["values"].get<std::vector<double>>(), expected);
+  const absl::StatusOr<ScanOperation> op = MakeScanOperation(
+      OperatorKind::kCumulativeSummation,
+      reference::TensorFromValues(::dmlserve::DataType::kFloat32, {1, 1, 3, 4},
+                                  std::vector<double>(input.begin(), input.end())),
+      3, AxisDirection::kDecreasing, /*exclusive=*/true);
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_EQ(json["output"]["values"].get<std::vector<double>>(),
+            reference::TensorToValues(reference::ComputeScan(*op)));
   EXPECT_FALSE(json["info"]["device"].get<std::string>().empty());
 }
 

@@ -2,14 +2,16 @@
 
 #include "client/cpp/client.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -18,15 +20,17 @@
 #include "client/cpp/tensor_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/core/buffer.h"
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
 #include "tests/client/conformance_file.h"
-#include "tests/client/scan_reference.h"
 #include "tests/client/shared_server.h"
+#include "tests/reference/reference.h"
 
 namespace dmlserve::client {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::ReferenceScan;
 using testing::SharedServer;
 using ::testing::UnorderedElementsAre;
 
@@ -57,6 +61,29 @@ uint64_t Count(const std::vector<uint32_t>& sizes) {
   uint64_t count = 1;
   for (uint32_t s : sizes) count *= s;
   return count;
+}
+
+// The reference's tensor for a message: the same bytes, and a data type
+// numbered the same (kernels/core/data_type.h), so this only re-wraps.
+::dmlserve::Tensor ReferenceTensor(const v1::Tensor& tensor) {
+  ::dmlserve::Tensor out;
+  out.data_type = static_cast<::dmlserve::DataType>(tensor.data_type());
+  out.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+  out.bytes = ::dmlserve::Buffer::Copy(tensor.data());
+  return out;
+}
+
+// Checks a scan's response against the reference under the spec's rules
+// (integers exactly, wrapping included; floats within its tolerance).
+void ExpectScanMatchesReference(const v1::Tensor& input, const ScanOptions& scan, bool product,
+                                const v1::Tensor& output) {
+  const absl::StatusOr<ScanOperation> op = MakeScanOperation(
+      product ? OperatorKind::kCumulativeProduct : OperatorKind::kCumulativeSummation,
+      ReferenceTensor(input), scan.axis,
+      scan.reverse ? AxisDirection::kDecreasing : AxisDirection::kIncreasing, scan.exclusive);
+  ASSERT_TRUE(op.ok()) << op.status();
+  const absl::Status status = reference::CheckOutput(*op, ReferenceTensor(output));
+  EXPECT_TRUE(status.ok()) << status << " for " << reference::Describe(*op);
 }
 
 TEST_F(ClientTest, ReproducesEveryConformanceCase) {
@@ -100,12 +127,9 @@ void CheckIntegerScans(Client& client, std::mt19937& random, bool product) {
     ASSERT_TRUE(response.ok()) << response.status();
     absl::StatusOr<std::vector<T>> output = DecodeTensor<T>(response->output());
     ASSERT_TRUE(output.ok()) << output.status();
-    const std::vector<uint64_t> expected =
-        ReferenceScan<uint64_t>(values, sizes, scan.axis, scan.reverse, scan.exclusive, product);
-    ASSERT_EQ(output->size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_EQ((*output)[i], static_cast<T>(expected[i])) << "element " << i;
-    }
+    // The decoded values are the bytes the reference checks.
+    EXPECT_EQ(MakeTensor<T>(sizes, *output).data(), response->output().data());
+    ExpectScanMatchesReference(input, scan, product, response->output());
   }
 }
 
@@ -142,24 +166,14 @@ TEST_F(ClientTest, FloatScansMatchReference) {
       absl::StatusOr<std::vector<float>> output =
           half ? DecodeFloat16Tensor(response->output()) : DecodeTensor<float>(response->output());
       ASSERT_TRUE(output.ok()) << output.status();
-      std::vector<double> magnitude;
-      const std::vector<double> expected = ReferenceScan<double>(
-          values, sizes, scan.axis, scan.reverse, scan.exclusive, product, &magnitude);
-      // float32: a few ulps of the prefix's magnitude; float16 output is
-      // rounded to 11 significant bits.
-      const double relative = half ? 2e-3 : 1e-5;
-      for (size_t i = 0; i < expected.size(); ++i) {
-        EXPECT_NEAR((*output)[i], expected[i], relative * magnitude[i] + 1e-7)
-            << "element " << i << (half ? " FLOAT16" : " FLOAT32");
-      }
+      // The decoded values are the bytes the reference checks (FLOAT16
+      // values convert to float and back exactly).
+      EXPECT_EQ(
+          (half ? MakeFloat16Tensor(sizes, *output) : MakeTensor<float>(sizes, *output)).data(),
+          response->output().data());
+      ExpectScanMatchesReference(input, scan, product, response->output());
     }
   }
-}
-
-// Exact in float64: power-of-two scales, small accumulators.
-uint8_t ReferenceQuantized(int64_t accumulator, double scale, int zero_point) {
-  const double scaled = std::nearbyint(static_cast<double>(accumulator) * scale) + zero_point;
-  return static_cast<uint8_t>(std::clamp(scaled, 0.0, 255.0));
 }
 
 TEST_F(ClientTest, QuantizedMatMulWithTypedHelpers) {
@@ -182,17 +196,25 @@ TEST_F(ClientTest, QuantizedMatMulWithTypedHelpers) {
   ASSERT_TRUE(response.ok()) << response.status();
   absl::StatusOr<std::vector<uint8_t>> output = DecodeTensor<uint8_t>(response->output());
   ASSERT_TRUE(output.ok()) << output.status();
-  ASSERT_EQ(output->size(), m * n);
-  for (uint32_t row = 0; row < m; ++row) {
-    for (uint32_t col = 0; col < n; ++col) {
-      int64_t acc = 0;
-      for (uint32_t i = 0; i < k; ++i) {
-        acc += (int64_t{a[row * k + i]} - 3) * (int64_t{b[i * n + col]} - 128);
-      }
-      EXPECT_EQ((*output)[row * n + col], ReferenceQuantized(acc, 0.25 * 0.5 / 64.0, 100))
-          << row << "," << col;
-    }
-  }
+  // The decoded values are the bytes the reference checks.
+  EXPECT_EQ(MakeTensor<uint8_t>({1, 1, m, n}, *output).data(), response->output().data());
+  QuantizedMatMulTensors tensors;
+  tensors.a = ReferenceTensor(inputs.a);
+  tensors.a_scale = ReferenceTensor(inputs.a_scale);
+  tensors.a_zero_point = ReferenceTensor(*inputs.a_zero_point);
+  tensors.b = ReferenceTensor(inputs.b);
+  tensors.b_scale = ReferenceTensor(inputs.b_scale);
+  tensors.b_zero_point = ReferenceTensor(*inputs.b_zero_point);
+  tensors.output_scale = ReferenceTensor(inputs.output_scale);
+  tensors.output_zero_point = ReferenceTensor(*inputs.output_zero_point);
+  const absl::StatusOr<QuantizedMatMulOperation> op =
+      MakeQuantizedMatMulOperation(std::move(tensors), ::dmlserve::DataType::kUnknown);
+  ASSERT_TRUE(op.ok()) << op.status();
+  // Power-of-two scales make the requantization exact in any precision:
+  // every element must match, with no tie allowance.
+  const absl::Status status = reference::CheckExact(reference::ComputeQuantizedMatMul(*op),
+                                                    ReferenceTensor(response->output()));
+  EXPECT_TRUE(status.ok()) << status;
 }
 
 TEST_F(ClientTest, ErrorsKeepCodeAndServerMessage) {

@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
 #include "kernels/d3d12/d3d12_device.h"
-#include "kernels/d3d12/device_factory.h"
 #include "kernels/d3d12/device_runtime.h"
+#include "kernels/d3d12/logical_devices.h"
 #include "tests/d3d12/runtime_test_util.h"
 #include "tests/d3d12/test_kernels.h"
 #include "tests/reference/random_operations.h"
@@ -197,8 +197,8 @@ TEST(D3D12DeviceTest, BatchFailuresFailTheItemsNotTheDevice) {
     };
     return plan;
   };
-  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-      d3d12::CreateDevices(TestAdapterOptions(), planner, d3d12::testing::TestKernelLibrary());
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices = d3d12::CreateLogicalDevices(
+      TestAdapterOptions(), planner, d3d12::testing::TestKernelLibrary());
   ASSERT_TRUE(devices.ok()) << devices.status();
   Device& device = *devices->front();
   Operation operation = IntegerSum(300, 9);

@@ -3,7 +3,7 @@
 #include "kernels/d3d12/ring_allocator.h"
 
 #include "gtest/gtest.h"
-#include "kernels/d3d12/buffer_pool.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 
 namespace dmlserve::d3d12 {
 namespace {
@@ -45,16 +45,16 @@ TEST(RingAllocatorTest, WrappedHeadStopsAtTheTail) {
   EXPECT_EQ(ring.Allocate(2000, 1), std::nullopt);
 }
 
-TEST(BufferPoolSizeClassTest, FourClassesPerPowerOfTwo) {
-  EXPECT_EQ(BufferPool::SizeClass(1), 256u);
-  EXPECT_EQ(BufferPool::SizeClass(256), 256u);
-  EXPECT_EQ(BufferPool::SizeClass(257), 320u);
-  EXPECT_EQ(BufferPool::SizeClass(512), 512u);
-  EXPECT_EQ(BufferPool::SizeClass(513), 640u);
-  EXPECT_EQ(BufferPool::SizeClass(4000), 4096u);
-  EXPECT_EQ(BufferPool::SizeClass(4097), 5120u);
+TEST(GpuBufferPoolSizeClassTest, FourClassesPerPowerOfTwo) {
+  EXPECT_EQ(GpuBufferPool::SizeClass(1), 256u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(256), 256u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(257), 320u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(512), 512u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(513), 640u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(4000), 4096u);
+  EXPECT_EQ(GpuBufferPool::SizeClass(4097), 5120u);
   for (uint64_t size = 1; size < (1u << 22); size = size * 3 + 1) {
-    uint64_t size_class = BufferPool::SizeClass(size);
+    uint64_t size_class = GpuBufferPool::SizeClass(size);
     EXPECT_GE(size_class, size);
     EXPECT_LE(size_class, std::max<uint64_t>(256, size + size / 4 + 1)) << size;
   }

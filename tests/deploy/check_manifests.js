@@ -76,7 +76,7 @@ if (serverFlags.size < 10) {
   process.exit(1);
 }
 const backends = new Set(
-  [...readSource('server/device_factory.cc').matchAll(/backend [!=]= "(\w+)"/g)].map((m) => m[1]));
+  [...readSource('server/backend_devices.cc').matchAll(/backend [!=]= "(\w+)"/g)].map((m) => m[1]));
 const kserveModels = new Set(
   [...readSource('server/kserve_translation.cc').matchAll(/\{"(\w+)",\s*v1::ExecuteRequest::k/g)]
     .map((m) => m[1]));
@@ -95,7 +95,7 @@ for (const name of Object.keys(elementBytes)) {
   }
 }
 if (!backends.has('cpu') || kserveModels.size === 0) {
-  console.error('check_manifests: cannot read the backends (server/device_factory.cc) or the ' +
+  console.error('check_manifests: cannot read the backends (server/backend_devices.cc) or the ' +
     'KServe models (server/kserve_translation.cc)');
   process.exit(1);
 }

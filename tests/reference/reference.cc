@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -411,9 +412,37 @@ void StoreFloat(Tensor& tensor, uint64_t index, double value) {
   if (tensor.data_type == DataType::kFloat32) {
     const float f = static_cast<float>(value);
     std::memcpy(tensor.mutable_data() + index * 4, &f, 4);
+  } else if (tensor.data_type == DataType::kFloat64) {
+    std::memcpy(tensor.mutable_data() + index * 8, &value, 8);
   } else {
     StoreBits(tensor, index, DoubleToHalf(value));
   }
+}
+
+Tensor TensorFromValues(DataType type, const Shape& sizes, const std::vector<double>& values) {
+  Tensor tensor = Tensor::Allocate(type, sizes);
+  // A test that gives the wrong number of values has a bug: stop rather than
+  // compare against a half-filled tensor.
+  if (values.size() != tensor.element_count()) std::abort();
+  for (uint64_t i = 0; i < values.size(); ++i) {
+    const double value = values[i];
+    if (IsFloat(type) || type == DataType::kFloat64) {
+      StoreFloat(tensor, i, value);
+    } else {
+      // Through int64 for negative values, so that they wrap to the type's
+      // two's complement; directly for UINT64 values beyond 2^63.
+      StoreBits(tensor, i,
+                value < 0 ? static_cast<uint64_t>(static_cast<int64_t>(value))
+                          : static_cast<uint64_t>(value));
+    }
+  }
+  return tensor;
+}
+
+std::vector<double> TensorToValues(const Tensor& tensor) {
+  std::vector<double> values(tensor.element_count());
+  for (uint64_t i = 0; i < values.size(); ++i) values[i] = ElementAsDouble(tensor, i);
+  return values;
 }
 
 }  // namespace dmlserve::reference

@@ -3,7 +3,9 @@
 
 // Straightforward reference implementations of the three operators, written
 // for obviousness rather than speed, and the spec's rules for comparing a
-// backend's output with them. Every backend's tests check against these.
+// backend's output with them. Every test that checks an operator's result
+// checks it against these: the kernels' and backends' tests, and the server's
+// and clients' tests (which convert their requests' tensors to Tensor).
 //
 //   Tensor want = reference::Compute(op);             // the reference result
 //   absl::Status s = reference::CheckOutput(op, got); // spec tolerance rules
@@ -11,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kernels/core/operation.h"
@@ -31,8 +34,16 @@ double ElementAsDouble(const Tensor& tensor, uint64_t index);
 // Writes the low bytes of `bits` (little-endian) as element `index`: wraps
 // modulo 2^width.
 void StoreBits(Tensor& tensor, uint64_t index, uint64_t bits);
-// Writes `value` rounded to FLOAT32 or FLOAT16 (the tensor's type).
+// Writes `value` rounded to FLOAT32 or FLOAT16, or as FLOAT64 (the tensor's
+// type).
 void StoreFloat(Tensor& tensor, uint64_t index, double value);
+
+// A tensor of `type` holding `values` (one per element, row-major): floats
+// as StoreFloat writes them, integers converted exactly (they must be whole
+// and fit the type). For tests that keep their data as plain numbers.
+Tensor TensorFromValues(DataType type, const Shape& sizes, const std::vector<double>& values);
+// Every element, as ElementAsDouble reads it.
+std::vector<double> TensorToValues(const Tensor& tensor);
 
 // The reference result: scans accumulate in float64 (floats; rounded to the
 // type on every write) or in 64-bit integers wrapped to the type's width;

@@ -19,6 +19,7 @@
 #include "kernels/cpu/cpu_device.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
+#include "tests/reference/reference.h"
 #include "tests/scheduler/test_device.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -26,7 +27,6 @@ namespace dmlserve {
 namespace {
 
 using ::dmlserve::testing::NewJob;
-using ::dmlserve::testing::ReferenceScan;
 using ::dmlserve::testing::Submitted;
 using json = nlohmann::json;
 
@@ -196,7 +196,7 @@ TEST(CpuEndToEndTest, ManyIntegerScansRouteEachResultToItsJob) {
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     ASSERT_TRUE(jobs[i]->Await());
-    ExpectOutput(*jobs[i], ReferenceScan(std::get<ScanOperation>(jobs[i]->operation)),
+    ExpectOutput(*jobs[i], reference::ComputeScan(std::get<ScanOperation>(jobs[i]->operation)),
                  absl::StrCat("job ", i));
   }
 }

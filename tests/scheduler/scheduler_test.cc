@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
 #include "scheduler/compatibility_key.h"
+#include "tests/reference/reference.h"
 #include "tests/scheduler/test_device.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -27,7 +28,6 @@ namespace {
 
 using ::dmlserve::testing::MatMulOf;
 using ::dmlserve::testing::NewJob;
-using ::dmlserve::testing::ReferenceScan;
 using ::dmlserve::testing::Scale;
 using ::dmlserve::testing::ScanOf;
 using ::dmlserve::testing::Submitted;
@@ -164,7 +164,7 @@ class SchedulerTest : public ::testing::Test {
 
   static void ExpectCorrectScan(Submitted& submitted) {
     ASSERT_TRUE(submitted.result.status.ok()) << submitted.result.status;
-    const Tensor expected = ReferenceScan(std::get<ScanOperation>(submitted.operation));
+    const Tensor expected = reference::ComputeScan(std::get<ScanOperation>(submitted.operation));
     const Tensor& output = submitted.result.output;
     EXPECT_EQ(output.data_type, expected.data_type);
     EXPECT_EQ(output.sizes, expected.sizes);

@@ -24,12 +24,9 @@
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
+#include "tests/reference/reference.h"
 
 namespace dmlserve::testing {
-
-// Cumulative sum/product of FLOAT32, INT32 or UINT32 scans, in double or
-// wrapping integer arithmetic.
-Tensor ReferenceScan(const ScanOperation& scan);
 
 class TestDevice : public Device {
  public:
@@ -77,7 +74,7 @@ class TestDevice : public Device {
     }
     for (WorkItem& item : items) {
       if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-        item.output = ReferenceScan(*scan);
+        item.output = reference::ComputeScan(*scan);
       } else {
         const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
         item.output = Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);

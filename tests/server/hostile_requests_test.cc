@@ -8,7 +8,6 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"

@@ -14,7 +14,6 @@
 #include "gtest/gtest.h"
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "tests/server/conformance_cases.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"

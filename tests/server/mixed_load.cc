@@ -8,7 +8,6 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/tensor_values.h"
 

@@ -27,7 +27,6 @@
 #include "gtest/gtest.h"
 #include "tests/server/fake_dns_server.h"
 #include "tests/server/metrics_scrape.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/server_process.h"
 #include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"

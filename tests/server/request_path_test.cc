@@ -31,7 +31,6 @@
 #include "server/request_executor.h"
 #include "server/service_metrics.h"
 #include "server/tensor_registry.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/tensor_values.h"
 #include "tests/server/test_requests.h"
 

@@ -18,7 +18,6 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/reference_ops.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/server_process.h"
 #include "tests/server/tensor_values.h"

@@ -1,5 +1,10 @@
 #include "tests/server/test_requests.h"
 
+#include <utility>
+
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
+#include "tests/reference/reference.h"
 #include "tests/server/tensor_values.h"
 
 namespace dmlserve::testing {
@@ -9,7 +14,40 @@ v1::Tensor Scalar4D(v1::DataType type, double value) {
   return MakeTensor(type, {1, 1, 1, 1}, {value});
 }
 
+// The reference's answer to a FLOAT32 cumulative summation.
+std::vector<double> SummationReference(const std::vector<double>& values,
+                                       const std::vector<uint32_t>& sizes, uint32_t axis,
+                                       bool decreasing, bool exclusive) {
+  Tensor input =
+      reference::TensorFromValues(DataType::kFloat32, Shape(sizes.begin(), sizes.end()), values);
+  const ScanOperation op =
+      MakeScanOperation(OperatorKind::kCumulativeSummation, std::move(input), axis,
+                        decreasing ? AxisDirection::kDecreasing : AxisDirection::kIncreasing,
+                        exclusive)
+          .value();
+  return reference::TensorToValues(reference::ComputeScan(op));
+}
+
 }  // namespace
+
+std::vector<double> QuantizedMatMulReference(const QuantizedMatMulCase& c) {
+  // The tensors MatMulRequest sends, with the same types and shapes.
+  auto scalar = [](DataType type, double value) {
+    return reference::TensorFromValues(type, {1, 1, 1, 1}, {value});
+  };
+  QuantizedMatMulTensors tensors;
+  tensors.a = reference::TensorFromValues(DataType::kUint8, {1, 1, c.m, c.k}, c.a);
+  tensors.a_scale = scalar(DataType::kFloat32, c.a_scale);
+  tensors.a_zero_point = scalar(DataType::kUint8, c.a_zero_point);
+  tensors.b = reference::TensorFromValues(DataType::kUint8, {1, 1, c.k, c.n}, c.b);
+  tensors.b_scale = scalar(DataType::kFloat32, c.b_scale);
+  tensors.b_zero_point = scalar(DataType::kUint8, c.b_zero_point);
+  tensors.output_scale = scalar(DataType::kFloat32, c.output_scale);
+  tensors.output_zero_point = scalar(DataType::kUint8, c.output_zero_point);
+  const QuantizedMatMulOperation op =
+      MakeQuantizedMatMulOperation(std::move(tensors), DataType::kUint8).value();
+  return reference::TensorToValues(reference::ComputeQuantizedMatMul(op));
+}
 
 v1::ExecuteRequest ScanRequest(const std::string& request_id, v1::DataType type,
                                const std::vector<uint32_t>& sizes,
@@ -70,7 +108,7 @@ ScanCase RandomScanCase(absl::BitGen& bitgen, const std::string& request_id) {
   const bool exclusive = absl::Bernoulli(bitgen, 0.5);
   scan.request = ScanRequest(request_id, v1::FLOAT32, scan.sizes, values, axis,
                              /*product=*/false, decreasing, exclusive);
-  scan.expected = ScanReference(values, scan.sizes, axis, /*product=*/false, decreasing, exclusive);
+  scan.expected = SummationReference(values, scan.sizes, axis, decreasing, exclusive);
   return scan;
 }
 
@@ -95,8 +133,6 @@ QuantizedMatMulCase RandomMatMulCase(absl::BitGen& bitgen, const QuantizedMatMul
   c.a_zero_point = 120;
   c.output_scale = 64;
   c.output_zero_point = 128;
-  c.output_min = 0;
-  c.output_max = 255;
   return c;
 }
 

@@ -1,7 +1,9 @@
 #ifndef DMLSERVE_TESTS_SERVER_TEST_REQUESTS_H_
 #define DMLSERVE_TESTS_SERVER_TEST_REQUESTS_H_
 
-// Execute requests the tests send, with the reference answers to check them.
+// Execute requests the tests send, with the reference answers to check them
+// (tests/reference computes them; this file only converts the plain numbers
+// the tests keep to its tensors and back).
 
 #include <cstdint>
 #include <string>
@@ -9,9 +11,21 @@
 
 #include "absl/random/random.h"
 #include "dmlserve/v1/dmlserve.pb.h"
-#include "tests/server/reference_ops.h"
 
 namespace dmlserve::testing {
+
+// A UINT8 x UINT8 -> UINT8 per-tensor quantized matrix multiply, as plain
+// numbers.
+struct QuantizedMatMulCase {
+  uint32_t m = 0, k = 0, n = 0;
+  std::vector<double> a, b;  // {M,K} and {K,N}, row-major
+  double a_scale = 1, a_zero_point = 0;
+  double b_scale = 1, b_zero_point = 0;
+  double output_scale = 1, output_zero_point = 0;
+};
+
+// The reference's answer to MatMulRequest(c): {M,N}, row-major.
+std::vector<double> QuantizedMatMulReference(const QuantizedMatMulCase& c);
 
 // A cumulative summation (or product) request.
 v1::ExecuteRequest ScanRequest(const std::string& request_id, v1::DataType type,

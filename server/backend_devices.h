@@ -1,7 +1,8 @@
-#ifndef DMLSERVE_SERVER_DEVICE_FACTORY_H_
-#define DMLSERVE_SERVER_DEVICE_FACTORY_H_
+#ifndef DMLSERVE_SERVER_BACKEND_DEVICES_H_
+#define DMLSERVE_SERVER_BACKEND_DEVICES_H_
 
-// The devices a server runs on, chosen by --backend.
+// The devices a server runs on, chosen by --backend (the D3D12 backend's
+// logical devices themselves come from kernels/d3d12/logical_devices.h).
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +15,7 @@
 
 namespace dmlserve {
 
-struct DeviceFactoryOptions {
+struct BackendDeviceOptions {
   int cpu_devices = 1;
   // D3D12 (see kernels/d3d12/d3d12_backend.h).
   std::vector<int> adapter_indices;  // empty: every qualifying adapter
@@ -51,9 +52,9 @@ bool HaveD3D12Backend();
 // software ones such as lavapipe or WARP included; an error when there is
 // none) or "auto" (D3D12 on hardware adapters only, since the CPU backend
 // beats a software GPU; CPU otherwise). Never returns an empty device list.
-absl::StatusOr<DeviceSet> CreateDevices(absl::string_view backend,
-                                        const DeviceFactoryOptions& options);
+absl::StatusOr<DeviceSet> CreateBackendDevices(absl::string_view backend,
+                                               const BackendDeviceOptions& options);
 
 }  // namespace dmlserve
 
-#endif  // DMLSERVE_SERVER_DEVICE_FACTORY_H_
+#endif  // DMLSERVE_SERVER_BACKEND_DEVICES_H_

@@ -1,4 +1,4 @@
-#include "kernels/d3d12/device_factory.h"
+#include "kernels/d3d12/logical_devices.h"
 
 #include <string>
 #include <utility>
@@ -53,7 +53,7 @@ absl::StatusOr<std::vector<AdapterInfo>> SelectAdapters(const D3D12Options& opti
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateLogicalDevices(
     const D3D12Options& options, BatchPlanner planner, std::shared_ptr<KernelLibrary> kernels) {
   if (options.devices_per_adapter < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

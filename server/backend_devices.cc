@@ -1,4 +1,4 @@
-#include "server/device_factory.h"
+#include "server/backend_devices.h"
 
 #include <algorithm>
 #include <utility>
@@ -15,7 +15,7 @@ namespace {
 
 using DeviceList = std::vector<std::unique_ptr<Device>>;
 
-absl::StatusOr<DeviceList> CreateCpuBackend(const DeviceFactoryOptions& options) {
+absl::StatusOr<DeviceList> CreateCpuBackend(const BackendDeviceOptions& options) {
   if (options.cpu_devices < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--cpu_devices=", options.cpu_devices, ": at least 1 is needed"));
@@ -42,7 +42,7 @@ std::vector<AdapterReport> FindAdapters() {
   return reports;
 }
 
-absl::Status AddD3D12Devices(const DeviceFactoryOptions& options, bool allow_software,
+absl::Status AddD3D12Devices(const BackendDeviceOptions& options, bool allow_software,
                              DeviceSet& set) {
   D3D12Options d3d12;
   d3d12.adapter_indices = options.adapter_indices;
@@ -76,8 +76,8 @@ absl::Status AddD3D12Devices(const DeviceFactoryOptions& options, bool allow_sof
 
 bool HaveD3D12Backend() { return DMLSERVE_HAVE_D3D12 != 0; }
 
-absl::StatusOr<DeviceSet> CreateDevices(absl::string_view backend,
-                                        const DeviceFactoryOptions& options) {
+absl::StatusOr<DeviceSet> CreateBackendDevices(absl::string_view backend,
+                                               const BackendDeviceOptions& options) {
   DeviceSet set;
   if (backend == "cpu") {
     absl::StatusOr<DeviceList> devices = CreateCpuBackend(options);

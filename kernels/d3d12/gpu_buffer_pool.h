@@ -1,10 +1,11 @@
-#ifndef DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_
-#define DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_
+#ifndef DMLSERVE_KERNELS_D3D12_GPU_BUFFER_POOL_H_
+#define DMLSERVE_KERNELS_D3D12_GPU_BUFFER_POOL_H_
 
 // Default-heap (GPU memory) buffers, reused by size class so that batches
 // of familiar shapes create no resources. Classes are four per power of two
 // (256, 320, 384, 448, 512, 640, ... bytes), so a buffer is at most 25%
-// larger than asked for. Thread-safe.
+// larger than asked for. Thread-safe. (Host memory for tensors is
+// kernels/core/buffer_pool.h's BufferPool, a different thing.)
 
 #include <cstdint>
 #include <map>
@@ -25,11 +26,11 @@ struct PooledBuffer {
   D3D12_GPU_VIRTUAL_ADDRESS address = 0;
 };
 
-class BufferPool {
+class GpuBufferPool {
  public:
   // Idle buffers beyond `max_idle_bytes` are destroyed when released rather
   // than kept.
-  BufferPool(BufferFactory* factory, uint64_t max_idle_bytes)
+  GpuBufferPool(BufferFactory* factory, uint64_t max_idle_bytes)
       : factory_(factory), max_idle_bytes_(max_idle_bytes) {}
 
   // The smallest size class holding `size_bytes`.
@@ -53,4 +54,4 @@ class BufferPool {
 
 }  // namespace dmlserve::d3d12
 
-#endif  // DMLSERVE_KERNELS_D3D12_BUFFER_POOL_H_
+#endif  // DMLSERVE_KERNELS_D3D12_GPU_BUFFER_POOL_H_

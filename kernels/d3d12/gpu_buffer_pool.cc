@@ -1,8 +1,8 @@
-#include "kernels/d3d12/buffer_pool.h"
+#include "kernels/d3d12/gpu_buffer_pool.h"
 
 namespace dmlserve::d3d12 {
 
-uint64_t BufferPool::SizeClass(uint64_t size_bytes) {
+uint64_t GpuBufferPool::SizeClass(uint64_t size_bytes) {
   constexpr uint64_t kMinimum = 256;
   if (size_bytes <= kMinimum) return kMinimum;
   uint64_t octave = kMinimum;
@@ -12,7 +12,7 @@ uint64_t BufferPool::SizeClass(uint64_t size_bytes) {
   return (size_bytes + step - 1) / step * step;
 }
 
-absl::StatusOr<PooledBuffer> BufferPool::Acquire(uint64_t size_bytes) {
+absl::StatusOr<PooledBuffer> GpuBufferPool::Acquire(uint64_t size_bytes) {
   const uint64_t size_class = SizeClass(size_bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -36,7 +36,7 @@ absl::StatusOr<PooledBuffer> BufferPool::Acquire(uint64_t size_bytes) {
   return buffer;
 }
 
-void BufferPool::Release(PooledBuffer buffer) {
+void GpuBufferPool::Release(PooledBuffer buffer) {
   if (!buffer.resource) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (idle_bytes_ + buffer.size_bytes > max_idle_bytes_) {
@@ -47,12 +47,12 @@ void BufferPool::Release(PooledBuffer buffer) {
   idle_[buffer.size_bytes].push_back(std::move(buffer));
 }
 
-uint64_t BufferPool::memory_bytes() const {
+uint64_t GpuBufferPool::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return total_bytes_;
 }
 
-uint64_t BufferPool::idle_bytes() const {
+uint64_t GpuBufferPool::idle_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return idle_bytes_;
 }
