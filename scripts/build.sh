@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${DMLSERVE_BUILD_DIR:-build}
+# ccache sees paths relative to the source tree, so that another copy of it
+# (tests/toy_operator's patched tree, a git worktree) hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 # Warnings in the project's own code fail the build (DMLSERVE_WERROR; see
 # CMakeLists.txt for which and why).
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDMLSERVE_WERROR=ON "$@" >/dev/null
