@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/core/overloaded.h"
 
 namespace dmlserve::reference {
 namespace {
@@ -358,13 +359,21 @@ Tensor ComputeScan(const ScanOperation& op) { return RunScan(op, nullptr); }
 Tensor ComputeQuantizedMatMul(const QuantizedMatMulOperation& op) { return RunMatMul(op, nullptr); }
 
 Tensor Compute(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return ComputeScan(*scan);
-  return ComputeQuantizedMatMul(std::get<QuantizedMatMulOperation>(operation));
+  return std::visit(
+      Overloaded{
+          [](const ScanOperation& scan) { return ComputeScan(scan); },
+          [](const QuantizedMatMulOperation& op) { return ComputeQuantizedMatMul(op); },
+      },
+      operation);
 }
 
 absl::Status CheckOutput(const Operation& operation, const Tensor& actual) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) return CheckScan(*scan, actual);
-  return CheckMatMul(std::get<QuantizedMatMulOperation>(operation), actual);
+  return std::visit(
+      Overloaded{
+          [&actual](const ScanOperation& scan) { return CheckScan(scan, actual); },
+          [&actual](const QuantizedMatMulOperation& op) { return CheckMatMul(op, actual); },
+      },
+      operation);
 }
 
 absl::Status CheckExact(const Tensor& expected, const Tensor& actual) {
@@ -383,13 +392,20 @@ absl::Status CheckExact(const Tensor& expected, const Tensor& actual) {
 }
 
 std::string Describe(const Operation& operation) {
-  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
-    return absl::StrCat(
-        OperatorName(scan->kind), " ", TensorText(scan->input), " axis=", scan->axis,
-        scan->direction == AxisDirection::kDecreasing ? " decreasing" : " increasing",
-        scan->exclusive ? " exclusive" : " inclusive");
-  }
-  const auto& op = std::get<QuantizedMatMulOperation>(operation);
+  return std::visit(Overloaded{
+                        [](const ScanOperation& scan) { return Describe(scan); },
+                        [](const QuantizedMatMulOperation& op) { return Describe(op); },
+                    },
+                    operation);
+}
+
+std::string Describe(const ScanOperation& scan) {
+  return absl::StrCat(OperatorName(scan.kind), " ", TensorText(scan.input), " axis=", scan.axis,
+                      scan.direction == AxisDirection::kDecreasing ? " decreasing" : " increasing",
+                      scan.exclusive ? " exclusive" : " inclusive");
+}
+
+std::string Describe(const QuantizedMatMulOperation& op) {
   auto optional = [](const Tensor& tensor) {
     return tensor.present() ? TensorText(tensor) : std::string("none");
   };

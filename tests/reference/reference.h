@@ -74,6 +74,8 @@ absl::Status CheckExact(const Tensor& expected, const Tensor& actual);
 // A one-line description of an operation (operator, types, shapes,
 // attributes) for test failure messages.
 std::string Describe(const Operation& operation);
+std::string Describe(const ScanOperation& scan);
+std::string Describe(const QuantizedMatMulOperation& op);
 
 }  // namespace dmlserve::reference
 

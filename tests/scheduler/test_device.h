@@ -23,6 +23,7 @@
 #include "kernels/backend/device.h"
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/operation.h"
+#include "kernels/core/overloaded.h"
 #include "kernels/core/tensor.h"
 #include "tests/reference/reference.h"
 
@@ -73,12 +74,14 @@ class TestDevice : public Device {
       executed_.push_back(batch);
     }
     for (WorkItem& item : items) {
-      if (const auto* scan = std::get_if<ScanOperation>(item.operation)) {
-        item.output = reference::ComputeScan(*scan);
-      } else {
-        const auto& matmul = std::get<QuantizedMatMulOperation>(*item.operation);
-        item.output = Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);
-      }
+      item.output =
+          std::visit(Overloaded{
+                         [](const ScanOperation& scan) { return reference::ComputeScan(scan); },
+                         [](const QuantizedMatMulOperation& matmul) {
+                           return Tensor::Allocate(matmul.output_data_type, matmul.output_sizes);
+                         },
+                     },
+                     *item.operation);
     }
     return absl::OkStatus();
   }
