@@ -3,12 +3,14 @@
 "Adding an operator" in docs/architecture.md lists every place a new operator touches, and
 claims that the compiler finds the code sites. toy_operator.patch follows those steps for
 `toy_negate` (output = -input, FLOAT32): a proto message, an OperatorKind and operation struct,
-the decoder, a KServe model, the compatibility key, a CPU kernel, and a D3D12 device that says
-it does not support it (Device::Supports), so that the CPU fallback runs it there. This check:
+the decoder, a KServe model, the compatibility key, a CPU kernel, a D3D12 device that says it
+does not support it (Device::Supports), so that the CPU fallback runs it there, and the test
+reference. This check:
 
  1. the docs: every file the patch changes is named in that section, and every code file the
     section names is changed by the patch (or is listed in OPTIONAL, steps the toy needs not);
- 2. the patched tree builds (`dmlserve` and the Python stubs) in a copy under WORK_DIR;
+ 2. the patched tree builds (`dmlserve`, the Python stubs, the test reference) in a copy under
+    WORK_DIR;
  3. the compiler enforces it: each C++ file that the section says the compiler finds fails to
     compile (-fsyntax-only) when it is left as it was, against the patched headers;
  4. a real server from that build answers toy_negate over the native API and KServe v2, lists it
@@ -40,10 +42,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 PATCH = HERE / "toy_operator.patch"
 SECTION = "### Adding an operator"
 # Files the section names that the toy needs not change: the response encoder (its output is a
-# single tensor), the reference and conformance cases (this check computes -x itself), and the
-# std::visit helper.
-OPTIONAL = {"server/response_encoder.cc", "tests/reference/", "tests/conformance/",
-            "kernels/core/overloaded.h"}
+# single tensor), conformance cases (the check below computes -x itself), and the std::visit
+# helper.
+OPTIONAL = {"server/response_encoder.cc", "tests/conformance/", "kernels/core/overloaded.h"}
 # Changed by the patch but not compiler-enforced: new declarations, and the D3D12 device's
 # optional Supports override.
 NOT_ENFORCED = {"kernels/core/operation.h", "kernels/d3d12/d3d12_device.h",
@@ -149,14 +150,15 @@ def sync_patched_copy(root, src, files, patch_text):
 
 
 def build(src, d3d12):
-    env = dict(os.environ, DMLSERVE_BUILD_TARGETS="dmlserve dmlserve_proto_python",
+    env = dict(os.environ,
+               DMLSERVE_BUILD_TARGETS="dmlserve dmlserve_proto_python dmlserve_test_reference",
                DMLSERVE_BUILD_DIR="build")
     options = ["-DDMLSERVE_TEST_WINE=OFF", "-DDMLSERVE_BUILD_BENCH=OFF",
                f"-DDMLSERVE_WITH_D3D12={'ON' if d3d12 else 'OFF'}"]
     code, out = run([str(src / "scripts/build.sh"), *options], cwd=src, env=env)
     if code != 0:
         fail(f"the patched tree does not build:\n{out[-6000:]}")
-    print("build: the patched tree builds dmlserve and the Python stubs")
+    print("build: the patched tree builds dmlserve, the Python stubs and the test reference")
 
 
 def syntax_check(entry, rel, content):
