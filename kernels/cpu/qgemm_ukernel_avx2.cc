@@ -250,7 +250,7 @@ const QGemmUkernel* Avx2QGemmUkernel() {
     k.many_rows = Avx2WideBQGemmUkernel();
     return k;
   }();
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

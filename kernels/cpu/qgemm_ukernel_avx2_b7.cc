@@ -83,7 +83,7 @@ namespace dmlserve {
 
 const QGemmUkernel* Avx2SevenBitQGemmUkernel() {
   static const QGemmUkernel kernel = {"avx2_b7", CpuIsa::kAvx2, kMr, 1, &Avx2SevenBitKernel};
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

@@ -120,7 +120,7 @@ const QGemmUkernel* Avx2WideBQGemmUkernel() {
     k.repacked_quad_bytes = kPairQuadBytes;
     return k;
   }();
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

@@ -272,7 +272,7 @@ const QGemmUkernel* Avx512VnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avx512vnni",     CpuIsa::kAvx512Vnni, kMr,
                                       kMaxStrips,       &Avx512VnniKernel,   &NarrowPack,
                                       &Avx512VnniNarrow};
-  return SupportedCpuIsa() >= CpuIsa::kAvx512Vnni ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

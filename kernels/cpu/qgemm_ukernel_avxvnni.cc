@@ -71,8 +71,7 @@ namespace dmlserve {
 
 const QGemmUkernel* AvxVnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avxvnni", CpuIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
-  const bool supported = SupportedCpuIsa() >= CpuIsa::kAvx2 && CpuHasAvxVnni();
-  return supported ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve
