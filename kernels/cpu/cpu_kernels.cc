@@ -3,10 +3,29 @@
 #include <array>
 #include <optional>
 
+#include "kernels/core/check.h"
+
 namespace dmlserve {
 namespace {
 
 constexpr int kLevels = static_cast<int>(CpuIsa::kAvx512Vnni) + 1;
+
+// The driver's row blocks hold whole blocks of mr rows (see kQGemmRowBlock):
+// checked for the level's kernel and every kernel it may hand a product to.
+void CheckRowBlock(const QGemmUkernel* kernel) {
+  if (kernel == nullptr) return;
+  DMLSERVE_DCHECK(kernel->mr >= 1 && kQGemmRowBlock % static_cast<size_t>(kernel->mr) == 0);
+  CheckRowBlock(kernel->seven_bit_b);
+  CheckRowBlock(kernel->one_strip);
+  CheckRowBlock(kernel->many_rows);
+}
+
+// A level's table, its contracts checked once, as it is built.
+CpuKernels Checked(const CpuKernels& table) {
+  DMLSERVE_DCHECK(table.qgemm != nullptr && table.qgemm->isa == table.isa);
+  CheckRowBlock(table.qgemm);
+  return table;
+}
 
 // Level `isa`'s table, from the per-ISA files. Called only for a level the
 // CPU runs (CpuRunsIsa): a SIMD file's table (the scans') is built by code
@@ -63,7 +82,7 @@ const Tables& AllTables() {
     for (int level = 0; level < kLevels; ++level) {
       const CpuIsa isa = static_cast<CpuIsa>(level);
       if (CpuRunsIsa(isa)) {
-        built->runnable[level] = BuildCpuKernels(isa);
+        built->runnable[level] = Checked(BuildCpuKernels(isa));
         best = &*built->runnable[level];
       }
       built->best[level] = best;  // generic, level 0, always runs

@@ -43,10 +43,12 @@ inline constexpr size_t kQGemmQuadBytes = 4 * kQGemmStripColumns;
 //                       r]
 // with u8 a and s8 b, accumulated in int32 (wrapping: the caller's K limit
 // keeps true results in range). With `accumulate` false c is overwritten,
-// otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips; nothing
-// else of c is touched. That is for byte A and strip-layout B; a wide-A
-// kernel reads A'[i][4q + r] as the int16 at byte i * lda + 2 * (4q + r), and
-// a repack_b kernel reads B as repack_b left it (see QGemmUkernel).
+// otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips (each
+// kernel checks both on entry with DMLSERVE_DCHECK, kernels/core/check.h);
+// nothing else of c is touched. That is for byte A and strip-layout B; a
+// wide-A kernel reads A'[i][4q + r] as the int16 at byte
+// i * lda + 2 * (4q + r), and a repack_b kernel reads B as repack_b left it
+// (see QGemmUkernel).
 using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
                                 const int8_t* b, size_t b_strip_stride, int strips, int32_t* c,
                                 size_t ldc, bool accumulate);
@@ -61,7 +63,7 @@ using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int 
 // QGemmNarrowPackFn rearranges `quads` quads of one strip (strip layout,
 // kQGemmQuadBytes per quad) into out[QGemmNarrowPanelBytes(quads)].
 // QGemmNarrowFn computes what QGemmUkernelFn computes for one strip and
-// `rows` (2..mr) rows, from a panel so
+// `rows` (2..mr, checked like QGemmUkernelFn's) rows, from a panel so
 // rearranged.
 using QGemmNarrowPackFn = void (*)(const int8_t* strip, size_t quads, int8_t* out);
 using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
@@ -77,7 +79,8 @@ inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 *
 // quantized_matmul_kernels.cc): tasks start at multiples of it, and a block
 // of mr rows must not straddle two tasks, so every kernel's mr divides it
 // (including the kernels a level substitutes: seven_bit_b, one_strip,
-// many_rows).
+// many_rows). Checked (DMLSERVE_DCHECK) when the tables of cpu_kernels.h are
+// built.
 inline constexpr size_t kQGemmRowBlock = 96;
 
 struct QGemmUkernel {

@@ -72,6 +72,48 @@ TEST(QGemmUkernelTest, TablesHoldTheirLevelsKernels) {
   }
 }
 
+// Each micro-kernel checks its row and strip counts on entry (the contract
+// of QGemmUkernelFn), where the build checks contracts (kernels/core/check.h).
+TEST(QGemmUkernelTest, ContractsAreChecked) {
+#if defined(DMLSERVE_CHECK_CONTRACTS) && DMLSERVE_CHECK_CONTRACTS
+  // The pool's threads may be running: the child re-runs the binary.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<const QGemmUkernel*> kernels;
+  for (const CpuKernels* table : AvailableCpuKernels()) {
+    const QGemmUkernel& level = *table->qgemm;
+    for (const QGemmUkernel* kernel :
+         {&level, level.seven_bit_b, level.one_strip, level.many_rows}) {
+      if (kernel != nullptr) kernels.push_back(kernel);
+    }
+  }
+  for (const QGemmUkernel* each : kernels) {
+    const QGemmUkernel& kernel = *each;
+    // Room for one row and one strip too many (wide A, repacked B), in case
+    // a check were missing: the test then fails on its message, not on a
+    // wild access.
+    constexpr size_t kLda = 8, kStripStride = 256;
+    std::vector<uint8_t> a((kernel.mr + 1) * kLda);
+    std::vector<int8_t> b((kernel.max_strips + 1) * kStripStride);
+    const size_t ldc = (kernel.max_strips + 1) * kQGemmStripColumns;
+    std::vector<int32_t> c((kernel.mr + 1) * ldc);
+    auto call = [&](int rows, int strips) {
+      kernel.fn(1, a.data(), kLda, rows, b.data(), kStripStride, strips, c.data(), ldc, false);
+    };
+    EXPECT_DEATH(call(0, 1), "DMLSERVE_DCHECK failed: .*rows") << kernel.name;
+    EXPECT_DEATH(call(kernel.mr + 1, 1), "DMLSERVE_DCHECK failed: .*rows") << kernel.name;
+    EXPECT_DEATH(call(1, 0), "DMLSERVE_DCHECK failed: .*strips") << kernel.name;
+    EXPECT_DEATH(call(1, kernel.max_strips + 1), "DMLSERVE_DCHECK failed: .*strips") << kernel.name;
+    if (kernel.narrow != nullptr) {  // the narrow path takes 2..mr rows
+      EXPECT_DEATH(kernel.narrow(1, a.data(), kLda, 1, b.data(), c.data(), ldc, false),
+                   "DMLSERVE_DCHECK failed: .*rows")
+          << kernel.name;
+    }
+  }
+#else
+  GTEST_SKIP() << "built with DMLSERVE_CHECK_CONTRACTS off";
+#endif
+}
+
 // A's rows as `kernel` reads them: the bytes themselves, or (a wide-A
 // kernel) each widened to int16; `lda` is updated to the kernel's.
 std::vector<uint8_t> AsKernelA(const QGemmUkernel& kernel, const std::vector<uint8_t>& a,
