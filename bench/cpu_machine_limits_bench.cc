@@ -215,7 +215,7 @@ void RunChainsOnEveryThread(benchmark::State& state, int64_t (*chains)(int64_t),
 }
 
 void BM_CpuMachineLimit_VpdpbusdPeak(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx512vnni")) {
+  if (!CpuRunsIsa(CpuIsa::kAvx512Vnni)) {
     state.SkipWithError("unsupported: no AVX-512 VNNI");
     return;
   }
@@ -224,7 +224,7 @@ void BM_CpuMachineLimit_VpdpbusdPeak(benchmark::State& state) {
 BENCHMARK(BM_CpuMachineLimit_VpdpbusdPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuMachineLimit_AvxVnniPeak(benchmark::State& state) {
-  if (SupportedCpuIsa() < CpuIsa::kAvx2 || !CpuHasAvxVnni()) {
+  if (!CpuRunsIsa(CpuIsa::kAvxVnni)) {
     state.SkipWithError("unsupported: no AVX-VNNI");
     return;
   }
@@ -290,7 +290,7 @@ BENCHMARK(BM_CpuMachineLimit_ReadBandwidth)
 // One thread, one micro-kernel call per iteration over `quads` quads of
 // mr rows x max_strips strips, operands in L1: the kernel's own ceiling.
 void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int strips = 0) {
-  if (kernel == nullptr) {
+  if (kernel == nullptr || !CpuRunsIsa(kernel->isa)) {
     state.SkipWithError("unsupported on this CPU");
     return;
   }
@@ -318,7 +318,7 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int
 // The narrow path (one strip, B in quad groups: see qgemm_ukernel.h), same
 // operands as the one-strip case.
 void BM_CpuQGemmUkernelNarrow(benchmark::State& state, const QGemmUkernel* kernel) {
-  if (kernel == nullptr || kernel->narrow == nullptr) {
+  if (kernel == nullptr || !CpuRunsIsa(kernel->isa) || kernel->narrow == nullptr) {
     state.SkipWithError("unsupported on this CPU");
     return;
   }

@@ -12,8 +12,8 @@
 #include "absl/strings/strip.h"
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/overloaded.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel_for.h"
-#include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "kernels/cpu/scan_kernels.h"
 
@@ -42,7 +42,7 @@ CpuDevice::CpuDevice(int index, std::shared_ptr<PackedBCache> cache)
   description_.name = absl::StrCat("cpu:", index);
   description_.backend = "cpu";
   description_.description = absl::StrCat(CpuModelName(), " (", ParallelismLevel(), " threads, ",
-                                          SelectedQGemmUkernel().name, " kernels)");
+                                          SelectedCpuKernels().qgemm->name, " kernels)");
   description_.software = false;
 }
 

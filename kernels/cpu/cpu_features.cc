@@ -7,10 +7,61 @@
 
 #include "kernels/cpu/isa_portability.h"
 
+#if DMLSERVE_X86
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif
+
 namespace dmlserve {
 namespace {
 
 #if DMLSERVE_X86
+// How CPUID and XGETBV are read differs by compiler (<cpuid.h> and inline
+// assembly; <intrin.h> on MSVC), and GCC's __builtin_cpu_supports has no
+// MSVC counterpart: features are read from CPUID directly, here only.
+
+// Runs CPUID with EAX = leaf and ECX = subleaf and stores EAX, EBX, ECX, EDX
+// in out[0..3]. Returns false, with out all zero, when the leaf is above the
+// highest one the CPU reports for its range (basic, or 0x8000'0000 and up).
+bool CpuidLeaf(unsigned leaf, unsigned subleaf, unsigned out[4]) {
+#if defined(_MSC_VER)
+  int regs[4];
+  __cpuidex(regs, static_cast<int>(leaf & 0x80000000u), 0);
+  const unsigned max_leaf = static_cast<unsigned>(regs[0]);
+  if (max_leaf == 0 || max_leaf < leaf) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    return false;
+  }
+  __cpuidex(regs, static_cast<int>(leaf), static_cast<int>(subleaf));
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned>(regs[i]);
+  return true;
+#else
+  if (__get_cpuid_count(leaf, subleaf, &out[0], &out[1], &out[2], &out[3]) == 0) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    return false;
+  }
+  return true;
+#endif
+}
+
+// XCR0 (XGETBV with ECX = 0): the register state the OS saves on a context
+// switch, so which registers a program may use. Only when CPUID leaf 1 ECX bit
+// 27 (OSXSAVE) is set: XGETBV faults otherwise.
+uint64_t ReadXcr0() {
+#if defined(_MSC_VER)
+  return _xgetbv(0);
+#else
+  // XGETBV spelled as its bytes: no target attribute ("xsave") is needed, and
+  // assemblers that predate the mnemonic accept it.
+  uint32_t eax, edx;
+  __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (uint64_t{edx} << 32) | eax;
+#endif
+}
+
 // CPUID and XCR0 bits (Intel SDM vol. 2A, CPUID; vol. 1, 13.3 for XCR0).
 constexpr unsigned kLeaf1EcxFma = 1u << 12;
 constexpr unsigned kLeaf1EcxOsxsave = 1u << 27;  // XGETBV usable
@@ -32,6 +83,21 @@ constexpr int kEax = 0, kEbx = 1, kEcx = 2;
 bool HasAll(unsigned value, unsigned bits) { return (value & bits) == bits; }
 #endif
 
+// Whether the CPU has AVX-VNNI (CPUID leaf 7 subleaf 1, EAX bit 4); the
+// register state it needs is AVX2's, checked by the callers. Read once:
+// CPUID traps to the hypervisor in a VM (~10 us here).
+bool HasAvxVnni() {
+  static const bool has_avx_vnni = [] {
+#if DMLSERVE_X86
+    unsigned leaf7_1[4];
+    return CpuidLeaf(7, 1, leaf7_1) && HasAll(leaf7_1[kEax], kLeaf7Subleaf1EaxAvxVnni);
+#else
+    return false;
+#endif
+  }();
+  return has_avx_vnni;
+}
+
 CpuIsa DetectCpuIsa() {
 #if DMLSERVE_X86
   // A feature is usable when the CPU has it and the OS saves the registers it
@@ -49,7 +115,7 @@ CpuIsa DetectCpuIsa() {
       HasAll(leaf7[kEcx], kLeaf7EcxAvx512Vnni) && (xcr0 & kXcr0Avx512) == kXcr0Avx512) {
     return CpuIsa::kAvx512Vnni;
   }
-  return CpuHasAvxVnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
+  return HasAvxVnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
 #else
   return CpuIsa::kGeneric;
 #endif
@@ -68,19 +134,9 @@ std::atomic<int> forced_isa{-1};
 
 }  // namespace
 
-bool CpuHasAvxVnni() {
-  // Read once: CPUID traps to the hypervisor in a VM (~10 us here), and the
-  // request path asks on every matrix multiply.
-  static const bool has_avx_vnni = [] {
-#if DMLSERVE_X86
-    // The register state it needs is the AVX2 level's, checked by its users.
-    unsigned leaf7_1[4];
-    return CpuidLeaf(7, 1, leaf7_1) && HasAll(leaf7_1[kEax], kLeaf7Subleaf1EaxAvxVnni);
-#else
-    return false;
-#endif
-  }();
-  return has_avx_vnni;
+bool CpuRunsIsa(CpuIsa isa) {
+  if (isa > SupportedCpuIsa()) return false;
+  return isa != CpuIsa::kAvxVnni || HasAvxVnni();
 }
 
 absl::string_view CpuIsaName(CpuIsa isa) {

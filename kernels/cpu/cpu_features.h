@@ -9,11 +9,15 @@
 //   kGeneric     portable C++ (whatever the compiler's baseline targets)
 //   kAvx2        AVX2 + FMA + F16C
 //   kAvxVnni     kAvx2 + AVX-VNNI (256-bit int8 dot products)
-//   kAvx512Vnni  AVX-512 F/BW/DQ/VL + AVX512-VNNI (+ the AVX-VNNI and F16C
-//                every such CPU has)
+//   kAvx512Vnni  AVX-512 F/BW/DQ/VL + AVX512-VNNI (+ the F16C every such
+//                CPU has; not AVX-VNNI, which Zen 4 lacks: see CpuRunsIsa)
 // The scan kernels have two SIMD paths: 256-bit (used from kAvx2) and
 // 512-bit (used at kAvx512Vnni; VNNI itself is not needed by scans, but no
 // separate level is worth having for AVX-512 without VNNI).
+//
+// This file is the only place that reads the CPU's features (CPUID, XCR0);
+// the kernels learn what they may run from here, through the tables of
+// cpu_kernels.h.
 //
 // SelectedCpuIsa() is the best level this CPU supports, lowered by the
 // environment variable DMLSERVE_CPU_ISA=generic|avx2|avxvnni|avx512vnni
@@ -40,9 +44,11 @@ std::optional<CpuIsa> ParseCpuIsa(absl::string_view name);
 // The best level the CPU (and OS, for the register state) supports.
 CpuIsa SupportedCpuIsa();
 
-// Whether the CPU has AVX-VNNI (CPUID leaf 7 subleaf 1, EAX bit 4). The
-// register state it needs is AVX2's: usable when SupportedCpuIsa() >= kAvx2.
-bool CpuHasAvxVnni();
+// Whether this CPU (and OS) runs code written for `isa`: SupportedCpuIsa()
+// >= isa, except that kAvxVnni also needs AVX-VNNI itself (CPUID leaf 7
+// subleaf 1, EAX bit 4), which a kAvx512Vnni CPU may lack (Zen 4).
+// Read once, like SupportedCpuIsa().
+bool CpuRunsIsa(CpuIsa isa);
 
 // The level kernels use: SupportedCpuIsa(), capped by DMLSERVE_CPU_ISA or by
 // SetCpuIsaForTesting.

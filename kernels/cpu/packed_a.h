@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
+
+struct CpuKernels;  // cpu_kernels.h
 
 // One row of A as it arrived: K elements.
 struct ARowSource {
@@ -47,24 +50,43 @@ struct PackedA {
 // Whether PackA uses `rows` in place: UINT8 rows one after another in memory.
 bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k);
 
-// Packs `rows` (K elements each) for `kernel` (its mr rows per call, its
-// ISA, whether it reads A wide). When they are UINT8 and lie one after
-// another in memory (one request's A slice) and the kernel reads bytes, they
-// are used in place and only their sums are computed (plus a copy of the
-// last blocks of rows when K is not a multiple of 4); otherwise they are
-// copied (shifted for INT8, zero-padded to whole quads, widened to int16 for
-// a wide-A kernel) into `storage`, and their sums are always computed.
-// Runs on the ParallelFor pool. The kernel's ISA picks the implementation
-// (AVX-512 at kAvx512Vnni, AVX2 from kAvx2, else portable); the result is
-// the same.
-// With `sums` false, rows used in place are not read at all (a copy still
-// gets its sums, for free) : a caller that reads each row only once anyway
-// sums it then, from cache, instead of reading A from memory twice.
-void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel, bool sums,
-           PackedA& packed);
+// Packs `rows` (K elements each) for `kernel` (its mr rows per call,
+// whether it reads A wide) with the packers of `cpu` (the table of the ISA
+// level `kernel` belongs to, or of any other level the CPU runs: every
+// level's packers write the same bytes). When they are UINT8 and lie one after another in memory
+// (one request's A slice) and the kernel reads bytes, they are used in place and only their sums
+// are computed (plus a copy of the last blocks of rows when K is not a multiple of 4); otherwise
+// they are copied (shifted for INT8, zero-padded to whole quads, widened to int16 for a wide-A
+// kernel) into `storage`, and their sums are always computed. Runs on the ParallelFor pool. With
+// `sums` false, rows used in place are not read at all (a copy still gets its sums, for free) : a
+// caller that reads each row only once anyway sums it then, from cache, instead of reading A from
+// memory twice.
+void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel,
+           const CpuKernels& cpu, bool sums, PackedA& packed);
 
-// The sum of `count` bytes (rows of A' as PackedA::rows() gives them).
-int32_t SumBytes(const uint8_t* bytes, size_t count, CpuIsa isa);
+// The sum of `count` bytes (rows of A' as PackedA::rows() gives them), with
+// cpu's packer.
+int32_t SumBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu);
+
+// The packers of one row, one per ISA level (CpuKernels::pack_a_row,
+// pack_a_wide_row). Each copies one row of A' (row.data[j], XOR 0x80 when
+// row.is_signed) to `out`, `k` values and then zeros up to `padded` (>= k),
+// and returns the sum of the k values. PackARowFn writes bytes, and with
+// `out` null only sums (reading nothing past k); PackAWideRowFn writes each
+// value as an int16 (a wide-A kernel's layout, see qgemm_ukernel.h) and
+// needs `out`. Every version writes the same values and returns the same sum.
+using PackARowFn = int32_t (*)(const ARowSource& row, size_t k, size_t padded, uint8_t* out);
+using PackAWideRowFn = int32_t (*)(const ARowSource& row, size_t k, size_t padded, int16_t* out);
+
+int32_t PackARowPortable(const ARowSource& row, size_t k, size_t padded, uint8_t* out);
+int32_t PackAWideRowPortable(const ARowSource& row, size_t k, size_t padded, int16_t* out);
+#if DMLSERVE_X86
+// packed_a_avx2.cc: only on CPUs with AVX2.
+int32_t PackARowAvx2(const ARowSource& row, size_t k, size_t padded, uint8_t* out);
+int32_t PackAWideRowAvx2(const ARowSource& row, size_t k, size_t padded, int16_t* out);
+// packed_a_avx512.cc: only on CPUs with AVX-512 F and BW.
+int32_t PackARowAvx512(const ARowSource& row, size_t k, size_t padded, uint8_t* out);
+#endif
 
 }  // namespace dmlserve
 

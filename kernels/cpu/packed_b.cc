@@ -12,16 +12,14 @@
 #endif
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel_for.h"
 
 namespace dmlserve {
 namespace {
 
-// 0x80 for UINT8 B: XOR with it subtracts 128, turning uint8 into int8.
-uint8_t FlipOf(const BSource& b) { return b.is_signed ? 0 : 0x80; }
-
-void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                        int8_t* out, size_t strip_stride, int32_t* column_sums) {
+void PackPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
+               int8_t* out, size_t strip_stride, int32_t* column_sums) {
   const uint8_t flip = FlipOf(b);
   for (size_t q = 0; q < quads; ++q) {
     const size_t k = 4 * (quad0 + q);
@@ -43,180 +41,6 @@ void PackBPanelPortable(const BSource& b, size_t quad0, size_t quads, size_t str
     }
   }
 }
-
-#if DMLSERVE_X86
-// The rows of one packing step are N bytes apart, a pattern the hardware
-// prefetchers follow too late: both SIMD paths ask for the same columns
-// kPrefetchRows rows ahead (a hint; past the end it is dropped).
-constexpr size_t kPrefetchRows = 128;
-
-DMLSERVE_ISA_BEGIN("avx2")
-
-// 32 columns of row `row` of B' from `column`: zeros past the `valid`
-// columns (AVX2 has no masked loads: a partial row goes through a zeroed
-// copy, so nothing past B is read).
-__m256i LoadBRowAvx2(const BSource& b, size_t row, size_t column, size_t valid, uint8_t flip) {
-  const uint8_t* p = b.data + row * b.n + column;
-  if (valid == 32) {
-    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
-                            _mm256_set1_epi8(static_cast<char>(flip)));
-  }
-  alignas(32) uint8_t copy[32] = {};
-  for (size_t x = 0; x < valid; ++x) copy[x] = p[x] ^ flip;
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(copy));
-}
-
-// Four rows x 32 columns (two strips) per step: byte and word interleaves
-// put each column's 4 depth values side by side within 128-bit lanes (lane L
-// holds columns 16L..16L+15, i.e. strip L), and vperm2i128 joins each
-// strip's halves. Column sums come from vpmaddubsw (ones x B') and vpmaddwd:
-// a quad's 4 values summed exactly, as vpdpbusd would. Writes `count` (1 or
-// 2) strips of quad `q`.
-DMLSERVE_ALWAYS_INLINE void PackStepAvx2(__m256i row0, __m256i row1, __m256i row2, __m256i row3,
-                                         size_t count, int8_t* quad, size_t strip_stride,
-                                         int32_t* sums) {
-  const __m256i low01 = _mm256_unpacklo_epi8(row0, row1);
-  const __m256i high01 = _mm256_unpackhi_epi8(row0, row1);
-  const __m256i low23 = _mm256_unpacklo_epi8(row2, row3);
-  const __m256i high23 = _mm256_unpackhi_epi8(row2, row3);
-  // t[c] holds, in lane L, columns 16L + 4c .. 16L + 4c + 3.
-  const __m256i t0 = _mm256_unpacklo_epi16(low01, low23);
-  const __m256i t1 = _mm256_unpackhi_epi16(low01, low23);
-  const __m256i t2 = _mm256_unpacklo_epi16(high01, high23);
-  const __m256i t3 = _mm256_unpackhi_epi16(high01, high23);
-  // [strip][half]: columns 8 * half .. 8 * half + 7 of the strip.
-  const __m256i strip_values[2][2] = {
-      {_mm256_permute2x128_si256(t0, t1, 0x20), _mm256_permute2x128_si256(t2, t3, 0x20)},
-      {_mm256_permute2x128_si256(t0, t1, 0x31), _mm256_permute2x128_si256(t2, t3, 0x31)}};
-  const __m256i ones8 = _mm256_set1_epi8(1);
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  for (size_t l = 0; l < count; ++l) {
-    for (size_t half = 0; half < 2; ++half) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(quad + l * strip_stride + 32 * half),
-                          strip_values[l][half]);
-      __m256i* sum = reinterpret_cast<__m256i*>(sums + l * kQGemmStripColumns + 8 * half);
-      const __m256i quad_sums =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, strip_values[l][half]), ones16);
-      _mm256_storeu_si256(sum, _mm256_add_epi32(_mm256_loadu_si256(sum), quad_sums));
-    }
-  }
-}
-
-// Whole steps (4 rows of B, 32 columns inside N) load straight from B; the
-// rest (the last rows and columns) through LoadBRowAvx2's zeroed copies.
-void PackBPanelAvx2(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                    int8_t* out, size_t strip_stride, int32_t* column_sums) {
-  const uint8_t flip = FlipOf(b);
-  const __m256i flip_all = _mm256_set1_epi8(static_cast<char>(flip));
-  // Steps from strip0 whose 32 columns all lie inside N.
-  const size_t first_column = strip0 * kQGemmStripColumns;
-  const size_t whole_steps =
-      b.n > first_column ? std::min((b.n - first_column) / 32, strips / 2) : 0;
-  for (size_t q = 0; q < quads; ++q) {
-    const size_t k = 4 * (quad0 + q);
-    const size_t valid_rows = k < b.k ? std::min<size_t>(4, b.k - k) : 0;
-    const bool prefetch = k + kPrefetchRows + 4 <= b.k;
-    int8_t* quad = out + q * kQGemmQuadBytes;
-    size_t s = 0;
-    if (valid_rows == 4) {
-      const uint8_t* row = b.data + k * b.n + first_column;
-      for (size_t step = 0; step < whole_steps; ++step, s += 2) {
-        const uint8_t* p = row + 32 * step;
-        if (prefetch) {
-          for (size_t r = 0; r < 4; ++r) {
-            _mm_prefetch(reinterpret_cast<const char*>(p + (kPrefetchRows + r) * b.n), _MM_HINT_T0);
-          }
-        }
-        auto load = [&](size_t r) {
-          return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + r * b.n)),
-                                  flip_all);
-        };
-        PackStepAvx2(load(0), load(1), load(2), load(3), 2, quad + s * strip_stride, strip_stride,
-                     column_sums + s * kQGemmStripColumns);
-      }
-    }
-    for (; s < strips; s += 2) {
-      const size_t column = (strip0 + s) * kQGemmStripColumns;
-      const size_t valid_columns = column < b.n ? std::min<size_t>(32, b.n - column) : 0;
-      __m256i rows[4];
-      for (size_t r = 0; r < 4; ++r) {
-        rows[r] = r < valid_rows ? LoadBRowAvx2(b, k + r, column, valid_columns, flip)
-                                 : _mm256_setzero_si256();
-      }
-      PackStepAvx2(rows[0], rows[1], rows[2], rows[3], std::min<size_t>(2, strips - s),
-                   quad + s * strip_stride, strip_stride, column_sums + s * kQGemmStripColumns);
-    }
-  }
-}
-
-DMLSERVE_ISA_END
-
-DMLSERVE_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni")
-DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
-
-// Four rows x 64 columns per step: byte and word interleaves put each
-// column's 4 depth values side by side within 128-bit lanes, and a 4x4
-// transpose of 128-bit lanes gathers each strip's 16 columns into one zmm.
-// Masked loads zero the columns past N, so edges need no scalar path.
-
-void PackBPanelAvx512(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                      int8_t* out, size_t strip_stride, int32_t* column_sums) {
-  const __m512i ones = _mm512_set1_epi8(1);
-  const __m512i flip_all = _mm512_set1_epi8(static_cast<char>(FlipOf(b)));
-  for (size_t q = 0; q < quads; ++q) {
-    const size_t k = 4 * (quad0 + q);
-    const size_t valid_rows = k < b.k ? std::min<size_t>(4, b.k - k) : 0;
-    for (size_t s = 0; s < strips; s += 4) {
-      const size_t column = (strip0 + s) * kQGemmStripColumns;
-      const size_t valid_columns = column < b.n ? std::min<size_t>(64, b.n - column) : 0;
-      const __mmask64 mask =
-          valid_columns == 64 ? ~__mmask64{0} : ((__mmask64{1} << valid_columns) - 1);
-      const __m512i flip = _mm512_maskz_mov_epi8(mask, flip_all);
-      if (k + kPrefetchRows < b.k && valid_columns > 0) {
-        for (size_t r = 0; r < 4; ++r) {
-          _mm_prefetch(
-              reinterpret_cast<const char*>(b.data + (k + kPrefetchRows + r) * b.n + column),
-              _MM_HINT_T0);
-        }
-      }
-      __m512i rows[4];
-      for (size_t r = 0; r < 4; ++r) {
-        rows[r] = r < valid_rows
-                      ? _mm512_xor_si512(
-                            _mm512_maskz_loadu_epi8(mask, b.data + (k + r) * b.n + column), flip)
-                      : _mm512_setzero_si512();
-      }
-      const __m512i low01 = _mm512_unpacklo_epi8(rows[0], rows[1]);
-      const __m512i high01 = _mm512_unpackhi_epi8(rows[0], rows[1]);
-      const __m512i low23 = _mm512_unpacklo_epi8(rows[2], rows[3]);
-      const __m512i high23 = _mm512_unpackhi_epi8(rows[2], rows[3]);
-      // t[c] holds, in lane L, columns 16L + 4c .. 16L + 4c + 3.
-      const __m512i t0 = _mm512_unpacklo_epi16(low01, low23);
-      const __m512i t1 = _mm512_unpackhi_epi16(low01, low23);
-      const __m512i t2 = _mm512_unpacklo_epi16(high01, high23);
-      const __m512i t3 = _mm512_unpackhi_epi16(high01, high23);
-      const __m512i u0 = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
-      const __m512i u1 = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(1, 0, 1, 0));
-      const __m512i u2 = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
-      const __m512i u3 = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
-      const __m512i strip_values[4] = {_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)),
-                                       _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 1, 3, 1))};
-      const size_t count = std::min<size_t>(4, strips - s);
-      for (size_t l = 0; l < count; ++l) {
-        _mm512_storeu_si512(out + (s + l) * strip_stride + q * kQGemmQuadBytes, strip_values[l]);
-        int32_t* sums = column_sums + (s + l) * kQGemmStripColumns;
-        _mm512_storeu_si512(sums,
-                            _mm512_dpbusd_epi32(_mm512_loadu_si512(sums), ones, strip_values[l]));
-      }
-    }
-  }
-}
-
-DMLSERVE_IGNORE_UNINITIALIZED_END
-DMLSERVE_ISA_END
-#endif  // DMLSERVE_X86
 
 // Whether every one of `count` bytes, as int8, lies in [-64, 63]: adding 64
 // maps that range, and only it, to [0, 127]. Branch-free, so it vectorises
@@ -267,6 +91,11 @@ void FenceStreamingStores() {
 
 }  // namespace
 
+// The portable packer; the SIMD ones are in packed_b_<isa>.cc.
+void PackBPanelPortable(const BPanel& p) {
+  PackPanel(p.b, p.quad0, p.quads, p.strip0, p.strips, p.out, p.strip_stride, p.column_sums);
+}
+
 BSource BSource::Of(const QuantizedMatMulOperation& op, uint64_t slice) {
   BSource b;
   b.k = op.k;
@@ -276,25 +105,16 @@ BSource BSource::Of(const QuantizedMatMulOperation& op, uint64_t slice) {
   return b;
 }
 
-void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa) {
-#if DMLSERVE_X86
-  if (isa == CpuIsa::kAvx512Vnni) {
-    PackBPanelAvx512(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
-  } else if (isa >= CpuIsa::kAvx2) {
-    PackBPanelAvx2(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
-  } else {
-    PackBPanelPortable(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
-  }
-#else
-  (void)isa;
-  PackBPanelPortable(b, quad0, quads, strip0, strips, out, strip_stride, column_sums);
-#endif
+void PackBPanel(const BPanel& panel, const CpuKernels& cpu) {
+  cpu.pack_b_panel(panel);
   // The row-sum column: ones down to K (see RowSumColumn).
+  const BSource& b = panel.b;
+  const size_t quad0 = panel.quad0, quads = panel.quads;
+  const size_t strip0 = panel.strip0, strips = panel.strips;
   const size_t column = RowSumColumn(b.n);
   if (column != kNoRowSumColumn && column / kQGemmStripColumns >= strip0 &&
       column / kQGemmStripColumns < strip0 + strips) {
-    int8_t* strip = out + (column / kQGemmStripColumns - strip0) * strip_stride +
+    int8_t* strip = panel.out + (column / kQGemmStripColumns - strip0) * panel.strip_stride +
                     (column % kQGemmStripColumns) * 4;
     for (size_t q = 0; q < quads; ++q) {
       for (size_t r = 0; r < 4; ++r) {
@@ -331,8 +151,8 @@ AlignedBytes AllocateAligned(size_t bytes) {
 }
 
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel, uint64_t rows) {
-  const CpuIsa isa = kernel.isa;
+                                     const CpuKernels& cpu, uint64_t rows) {
+  const QGemmUkernel& kernel = *cpu.qgemm;
   auto packed = std::make_shared<PackedB>();
   const BSource b = BSource::Of(op, slice);
   packed->k = b.k;
@@ -392,8 +212,9 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
           out = chunk_scratch.get();
           stride = scratch_stride;
         }
-        PackBPanel(b, q0, chunk, strip0, strips, out, stride,
-                   sums.data() + strip0 * kQGemmStripColumns, isa);
+        PackBPanel(
+            {b, q0, chunk, strip0, strips, out, stride, sums.data() + strip0 * kQGemmStripColumns},
+            cpu);
         for (size_t s = 0; s < strips; ++s) {
           const int8_t* part = out + s * stride;
           if (check_seven_bits && !FitsSevenBits(part, chunk * kQGemmQuadBytes)) {
@@ -436,8 +257,8 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
 }
 
 std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                                 const QGemmUkernel& kernel, uint64_t rows) {
-  if (op.b.registered_id().empty()) return PackB(op, slice, kernel, rows);
+                                                 const CpuKernels& cpu, uint64_t rows) {
+  if (op.b.registered_id().empty()) return PackB(op, slice, cpu, rows);
   // The scales and zero points are small and part of what was packed.
   auto bytes_of = [](const Tensor& tensor) {
     return tensor.present() ? absl::string_view(*tensor.bytes) : absl::string_view();
@@ -462,7 +283,7 @@ std::shared_ptr<const PackedB> PackedBCache::Get(const QuantizedMatMulOperation&
   }
   // Packed outside the lock; two threads may race to pack the same slice,
   // which only wastes work.
-  std::shared_ptr<const PackedB> packed = PackB(op, slice, kernel);
+  std::shared_ptr<const PackedB> packed = PackB(op, slice, cpu);
   std::lock_guard<std::mutex> lock(mutex_);
   if (by_key_.count(key) == 0 && packed->byte_size() <= capacity_bytes_) {
     entries_.push_front(Entry{key, op.b.registered_id(), op.b.bytes, packed});

@@ -17,9 +17,12 @@
 #include "absl/strings/string_view.h"
 #include "kernels/core/buffer_pool.h"
 #include "kernels/core/operation.h"
+#include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
+
+struct CpuKernels;  // cpu_kernels.h
 
 // One row-major K x N slice of B as it arrived.
 struct BSource {
@@ -39,16 +42,46 @@ struct BSource {
 inline constexpr size_t kNoRowSumColumn = ~size_t{0};
 inline size_t RowSumColumn(size_t n) { return n % kQGemmStripColumns != 0 ? n : kNoRowSumColumn; }
 
-// Writes rows [4 * quad0, 4 * (quad0 + quads)) of strips [strip0, strip0 +
-// strips) of B' (B, or B - 128 for UINT8) in the micro-kernel layout: strip s
-// goes to out + (s - strip0) * strip_stride, quad q of it at
-// (q - quad0) * kQGemmQuadBytes. Depth values past K and columns past N are
-// written as zeros, except the row-sum column (above). Adds the sum of each column's written values
-// to column_sums[j - 16 * strip0] (exact in int32 for any K the operation allows). `isa` picks the
-// implementation (AVX-512 at kAvx512Vnni, AVX2 from kAvx2, else portable); all write the same
-// bytes. `strips` need not be even, nor a multiple of 4.
-void PackBPanel(const BSource& b, size_t quad0, size_t quads, size_t strip0, size_t strips,
-                int8_t* out, size_t strip_stride, int32_t* column_sums, CpuIsa isa);
+// 0x80 for UINT8 B: XOR with it subtracts 128, turning uint8 into int8 (B').
+inline uint8_t FlipOf(const BSource& b) { return b.is_signed ? 0 : 0x80; }
+
+// A panel of packed B to write: rows [4 * quad0, 4 * (quad0 + quads)) of
+// strips [strip0, strip0 + strips) of B' (B, or B - 128 for UINT8) in the
+// micro-kernel layout, strip s at out + (s - strip0) * strip_stride, quad q of
+// it at (q - quad0) * kQGemmQuadBytes; the sum of each column j's written
+// values is added to column_sums[j - 16 * strip0] (exact in int32 for any K
+// the operation allows). `strips` need not be even, nor a multiple of 4.
+struct BPanel {
+  BSource b;
+  size_t quad0 = 0, quads = 0;
+  size_t strip0 = 0, strips = 0;
+  int8_t* out = nullptr;
+  size_t strip_stride = 0;
+  int32_t* column_sums = nullptr;
+};
+
+// Writes `panel`. Depth values past K and columns past N are written as
+// zeros, except the row-sum column (above). cpu's packer does the work
+// (every level's writes the same bytes).
+void PackBPanel(const BPanel& panel, const CpuKernels& cpu);
+
+// The packers of one panel, one per ISA level (CpuKernels::pack_b_panel):
+// each writes the panel as PackBPanel does, with zeros in the row-sum column
+// too (PackBPanel then writes its ones), and adds the column sums. Every
+// version writes the same bytes and sums.
+using PackBPanelFn = void (*)(const BPanel& panel);
+
+void PackBPanelPortable(const BPanel& panel);
+#if DMLSERVE_X86
+// The rows of one packing step are N bytes apart, a pattern the hardware
+// prefetchers follow too late: both SIMD packers ask for the same columns
+// this many rows ahead (a hint; past the end it is dropped).
+inline constexpr size_t kPackBPrefetchRows = 128;
+// packed_b_avx2.cc: only on CPUs with AVX2.
+void PackBPanelAvx2(const BPanel& panel);
+// packed_b_avx512.cc: only on CPUs with AVX-512 F, BW, VL and VNNI.
+void PackBPanelAvx512(const BPanel& panel);
+#endif
 
 // What the int32 corrections and the requantization need of B's columns.
 struct BColumns {
@@ -113,16 +146,17 @@ struct PackedB {
 inline constexpr uint64_t kPackBAnyRows = ~uint64_t{0};
 
 // Packs slice `slice` of op's B (in parallel on the ParallelFor pool) with
-// the packer of `kernel`'s ISA, for a product of `rows` rows of A, or for
-// any (kPackBAnyRows). When the kernel that would multiply it by that many
-// rows (any: many; ChooseQGemmUkernel) reads B repacked, it is repacked too,
+// cpu's packer, for cpu's micro-kernel (cpu.qgemm, "the kernel" below), for
+// a product of `rows` rows of A, or for any (kPackBAnyRows). When the kernel
+// that would multiply it by that many rows (any: many; ChooseQGemmUkernel)
+// reads B repacked, it is repacked too,
 // once, here: a registered B then costs that kernel nothing per call, and
 // takes that much more memory (AVX2's int16 pairs: 3x B's size in all,
 // counted by byte_size() and so by PackedBCache). For a known row count
 // whose kernel reads B repacked, the strips are kept only if B fits 7 bits:
 // otherwise `values` is null and only the repacked copy exists.
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel, uint64_t rows = kPackBAnyRows);
+                                     const CpuKernels& cpu, uint64_t rows = kPackBAnyRows);
 
 // Packed copies of registered B tensors, keyed by registered id, slice, scales
 // and zero points, least recently used first out once over `capacity_bytes`.
@@ -135,7 +169,7 @@ class PackedBCache {
   // before, for any row count), freshly packed (and remembered) otherwise;
   // a B not registered is packed for `rows` rows only (see PackB).
   std::shared_ptr<const PackedB> Get(const QuantizedMatMulOperation& op, uint64_t slice,
-                                     const QGemmUkernel& kernel, uint64_t rows = kPackBAnyRows);
+                                     const CpuKernels& cpu, uint64_t rows = kPackBAnyRows);
 
   bool Contains(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);

@@ -4,7 +4,9 @@
 // The innermost loop of the quantized matrix multiply: an int8 micro-kernel
 // that multiplies a few rows of packed A with a few 16-column strips of
 // packed B, exactly, into int32. One micro-kernel per ISA level, each in its
-// own file (qgemm_ukernel_<isa>.cc), picked at run time for the CPU at hand.
+// own file (qgemm_ukernel_<isa>.cc); each level's table of CPU kernels
+// (CpuKernels::qgemm, cpu_kernels.h) holds its kernel, and the table for the
+// CPU at hand is picked once, at run time.
 //
 // Operands (see packed_b.h for how they are made):
 //  - Both are rewritten so the products are u8 x s8, the form vpdpbusd
@@ -26,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/cpu/cpu_features.h"
 
@@ -42,10 +43,12 @@ inline constexpr size_t kQGemmQuadBytes = 4 * kQGemmStripColumns;
 //                       r]
 // with u8 a and s8 b, accumulated in int32 (wrapping: the caller's K limit
 // keeps true results in range). With `accumulate` false c is overwritten,
-// otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips; nothing
-// else of c is touched. That is for byte A and strip-layout B; a wide-A
-// kernel reads A'[i][4q + r] as the int16 at byte i * lda + 2 * (4q + r), and
-// a repack_b kernel reads B as repack_b left it (see QGemmUkernel).
+// otherwise added to. `rows` is 1..mr, `strips` is 1..max_strips (each
+// kernel checks both on entry with DMLSERVE_DCHECK, kernels/core/check.h);
+// nothing else of c is touched. That is for byte A and strip-layout B; a
+// wide-A kernel reads A'[i][4q + r] as the int16 at byte
+// i * lda + 2 * (4q + r), and a repack_b kernel reads B as repack_b left it
+// (see QGemmUkernel).
 using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
                                 const int8_t* b, size_t b_strip_stride, int strips, int32_t* c,
                                 size_t ldc, bool accumulate);
@@ -60,7 +63,8 @@ using QGemmUkernelFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int 
 // QGemmNarrowPackFn rearranges `quads` quads of one strip (strip layout,
 // kQGemmQuadBytes per quad) into out[QGemmNarrowPanelBytes(quads)].
 // QGemmNarrowFn computes what QGemmUkernelFn computes for one strip and
-// `rows` (2..mr) rows, from a panel so rearranged.
+// `rows` (2..mr, checked like QGemmUkernelFn's) rows, from a panel so
+// rearranged.
 using QGemmNarrowPackFn = void (*)(const int8_t* strip, size_t quads, int8_t* out);
 using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int rows,
                                const int8_t* panel, int32_t* c, size_t ldc, bool accumulate);
@@ -71,12 +75,20 @@ using QGemmStripRepackFn = void (*)(const int8_t* strip, size_t quads, int8_t* o
 
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
+// Rows the matrix multiply driver gives a task at most (its row block,
+// quantized_matmul_kernels.cc): tasks start at multiples of it, and a block
+// of mr rows must not straddle two tasks, so every kernel's mr divides it
+// (including the kernels a level substitutes: seven_bit_b, one_strip,
+// many_rows). Checked (DMLSERVE_DCHECK) when the tables of cpu_kernels.h are
+// built.
+inline constexpr size_t kQGemmRowBlock = 96;
+
 struct QGemmUkernel {
   // "generic", "avx2" (with "avx2_one_strip", "avx2_wide_b", "avx2_b7"),
   // "avxvnni", "avx512vnni".
   const char* name;
-  CpuIsa isa;      // the level it needs
-  int mr;          // rows per call
+  CpuIsa isa;      // the level it needs (CpuRunsIsa, cpu_features.h)
+  int mr;          // rows per call; divides kQGemmRowBlock
   int max_strips;  // 16-column strips per call
   QGemmUkernelFn fn;
   // Both or neither: null where the ISA has no narrow path.
@@ -118,7 +130,12 @@ inline void ForRowCount(int rows, Body&& body) {
   body(std::integral_constant<int, kMaxRows>());
 }
 
-// Each returns nullptr when the CPU (or the compiler's target) lacks the ISA.
+// The micro-kernel of each ISA level, in its own file, or nullptr where the
+// compiler's target has no such ISA (not x86-64). They do not look at the
+// CPU: a kernel may run only where CpuRunsIsa(kernel->isa) (cpu_features.h),
+// and the tables of cpu_kernels.h, which the driver takes its kernels from,
+// hold only such kernels. Tests and benchmarks that call one directly check
+// first.
 const QGemmUkernel* GenericQGemmUkernel();
 const QGemmUkernel* Avx2QGemmUkernel();
 // Avx2QGemmUkernel()->seven_bit_b and ->many_rows (for tests and
@@ -127,11 +144,6 @@ const QGemmUkernel* Avx2SevenBitQGemmUkernel();
 const QGemmUkernel* Avx2WideBQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
-
-// Every ISA level's kernel this CPU can run, the portable one first. The
-// kernels a level substitutes for some products (seven_bit_b, exact only on
-// some B; one_strip; many_rows) are not among them.
-std::vector<const QGemmUkernel*> AvailableQGemmUkernels();
 
 // Rows from which a kernel's many_rows kernel (which reads B repacked) runs.
 inline constexpr uint64_t kQGemmManyRows = 24;
@@ -144,10 +156,6 @@ inline constexpr uint64_t kQGemmManyRows = 24;
 // kernel for many rows, else itself.
 const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
                                        size_t n, uint64_t rows);
-
-// The fastest available micro-kernel at or below SelectedCpuIsa() (which
-// DMLSERVE_CPU_ISA caps; see cpu_features.h).
-const QGemmUkernel& SelectedQGemmUkernel();
 
 }  // namespace dmlserve
 

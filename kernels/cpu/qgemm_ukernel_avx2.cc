@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -216,15 +217,18 @@ void OneStripKernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b,
 }
 
 void Avx2OneStripKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                        size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
+                        size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc,
                         bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kOneStripRows);
+  DMLSERVE_DCHECK(strips == 1);
   ForRowCount<kOneStripRows>(
       rows, [&](auto r) { OneStripKernel<r()>(quads, a, lda, b, c, ldc, accumulate); });
 }
 
 void Avx2Kernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
-                bool accumulate) {
+                size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc, bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(strips == 1);
   ForRowCount<kMr>(rows, [&](auto r) { Kernel<r()>(quads, a, lda, b, c, ldc, accumulate); });
 }
 
@@ -250,7 +254,7 @@ const QGemmUkernel* Avx2QGemmUkernel() {
     k.many_rows = Avx2WideBQGemmUkernel();
     return k;
   }();
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

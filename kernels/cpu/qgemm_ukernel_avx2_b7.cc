@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -69,8 +70,10 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
 }
 
 void Avx2SevenBitKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                        size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
+                        size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc,
                         bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(strips == 1);
   ForRowCount<kMr>(rows, [&](auto r) { Kernel<r()>(quads, a, lda, b, c, ldc, accumulate); });
 }
 
@@ -83,7 +86,7 @@ namespace dmlserve {
 
 const QGemmUkernel* Avx2SevenBitQGemmUkernel() {
   static const QGemmUkernel kernel = {"avx2_b7", CpuIsa::kAvx2, kMr, 1, &Avx2SevenBitKernel};
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

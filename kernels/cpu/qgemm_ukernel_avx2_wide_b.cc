@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -100,8 +101,10 @@ void Kernel(size_t quads, const uint8_t* a, size_t lda, const int8_t* b, int32_t
 }
 
 void Avx2WideBKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                     size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
+                     size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc,
                      bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(strips == 1);
   ForRowCount<kMr>(rows, [&](auto r) { Kernel<r()>(quads, a, lda, b, c, ldc, accumulate); });
 }
 
@@ -120,7 +123,7 @@ const QGemmUkernel* Avx2WideBQGemmUkernel() {
     k.repacked_quad_bytes = kPairQuadBytes;
     return k;
   }();
-  return SupportedCpuIsa() >= CpuIsa::kAvx2 ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

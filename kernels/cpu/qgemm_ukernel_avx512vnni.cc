@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -234,6 +235,7 @@ constexpr NarrowFn kNarrowKernels[kMr - 1] = {
 
 void Avx512VnniNarrow(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* panel,
                       int32_t* c, size_t ldc, bool accumulate) {
+  DMLSERVE_DCHECK(2 <= rows && rows <= kMr);
   const size_t whole = quads / 4;
   if (whole > 0) kNarrowKernels<false>[rows - 2](whole, 0, a, lda, panel, c, ldc, accumulate);
   if (whole * 4 < quads) {
@@ -257,6 +259,8 @@ constexpr const KernelFn* kKernels[kMr] = {kOneRowKernels, kRowKernels<2>, kRowK
 
 void Avx512VnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                       size_t b_strip_stride, int strips, int32_t* c, size_t ldc, bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(1 <= strips && strips <= kMaxStrips);
   kKernels[rows - 1][strips - 1](quads, a, lda, b, b_strip_stride, c, ldc, accumulate);
 }
 
@@ -272,7 +276,7 @@ const QGemmUkernel* Avx512VnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avx512vnni",     CpuIsa::kAvx512Vnni, kMr,
                                       kMaxStrips,       &Avx512VnniKernel,   &NarrowPack,
                                       &Avx512VnniNarrow};
-  return SupportedCpuIsa() >= CpuIsa::kAvx512Vnni ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

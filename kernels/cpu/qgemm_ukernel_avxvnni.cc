@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
@@ -57,8 +58,9 @@ constexpr KernelFn kKernels[kMr] = {&Kernel<1>, &Kernel<2>, &Kernel<3>,
                                     &Kernel<4>, &Kernel<5>, &Kernel<6>};
 
 void AvxVnniKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                   size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
-                   bool accumulate) {
+                   size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc, bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(strips == 1);
   kKernels[rows - 1](quads, a, lda, b, c, ldc, accumulate);
 }
 
@@ -71,8 +73,7 @@ namespace dmlserve {
 
 const QGemmUkernel* AvxVnniQGemmUkernel() {
   static const QGemmUkernel kernel = {"avxvnni", CpuIsa::kAvxVnni, kMr, 1, &AvxVnniKernel};
-  const bool supported = SupportedCpuIsa() >= CpuIsa::kAvx2 && CpuHasAvxVnni();
-  return supported ? &kernel : nullptr;
+  return &kernel;
 }
 
 }  // namespace dmlserve

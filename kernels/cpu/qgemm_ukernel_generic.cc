@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/core/check.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
@@ -13,8 +14,9 @@ namespace {
 constexpr int kMr = 4;
 
 void GenericKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
-                   size_t /*b_strip_stride*/, int /*strips*/, int32_t* c, size_t ldc,
-                   bool accumulate) {
+                   size_t /*b_strip_stride*/, int strips, int32_t* c, size_t ldc, bool accumulate) {
+  DMLSERVE_DCHECK(1 <= rows && rows <= kMr);
+  DMLSERVE_DCHECK(strips == 1);
   for (int i = 0; i < rows; ++i) {
     for (size_t j = 0; j < kQGemmStripColumns; ++j) {
       // uint32 so that intermediate sums wrap instead of overflowing (UB).

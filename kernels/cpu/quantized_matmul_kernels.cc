@@ -9,6 +9,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/parallel_for.h"
@@ -24,8 +25,9 @@ namespace {
 // (kDepthBlock x 64 bytes) stay in the 1-2 MiB L2 while the micro-kernel
 // sweeps the rows, and the int32 results of the block (96 KiB) are
 // requantized straight from L2. kRowBlock is a multiple of every
-// micro-kernel's mr (2, 4, 6), kColumnBlock of every max_strips * 16.
-constexpr size_t kRowBlock = 96;
+// micro-kernel's mr (3, 4, 6; see kQGemmRowBlock, where the tables check
+// it), kColumnBlock of every max_strips * 16.
+constexpr size_t kRowBlock = kQGemmRowBlock;
 constexpr size_t kColumnBlock = 256;
 constexpr size_t kDepthBlock = 2048;
 // B sent with a request and multiplied by few rows is packed a panel at a
@@ -229,11 +231,33 @@ class RowList {
   uint64_t total_ = 0;
 };
 
-// Computes and requantizes output rows [row0, row0 + rows) (indices into
-// `a`) x columns [column0, column0 + columns) of `jobs`.
-void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t rows,
-             const BOperand& b, size_t column0, size_t columns, size_t depth_block,
-             const std::vector<RowJob>& jobs, size_t job0) {
+// One task of a product: output rows [row0, row0 + rows) (indices into `a`;
+// row i is jobs[job0 + i]) x columns [column0, column0 + columns). The
+// fields above the blank line are the same for every task of a product
+// (RunPanels fills in `a`, `jobs` and `job0` per panel of A, the rest per
+// task).
+struct GemmTask {
+  const CpuKernels* cpu = nullptr;       // the level's packers and epilogue
+  const QGemmUkernel* kernel = nullptr;  // cpu->qgemm, or one it substitutes
+  const BOperand* b = nullptr;
+  size_t depth_block = 0;  // quads are walked depth_block / 4 at a time
+  const PackedA* a = nullptr;
+  const std::vector<RowJob>* jobs = nullptr;
+  size_t job0 = 0;  // a's row 0 is jobs[job0]
+
+  size_t row0 = 0, rows = 0;        // row0: a multiple of kernel->mr
+  size_t column0 = 0, columns = 0;  // column0: a multiple of 16
+};
+
+// Computes and requantizes `task`'s block of the output.
+void RunTask(const GemmTask& task) {
+  const CpuKernels& cpu = *task.cpu;
+  const QGemmUkernel& kernel = *task.kernel;
+  const PackedA& a = *task.a;
+  const BOperand& b = *task.b;
+  const std::vector<RowJob>& jobs = *task.jobs;
+  const size_t row0 = task.row0, rows = task.rows, column0 = task.column0, columns = task.columns;
+  const size_t depth_block = task.depth_block, job0 = task.job0;
   const ScratchLease lease;
   TaskScratch& scratch = *lease;
   const size_t strips = (columns + kQGemmStripColumns - 1) / kQGemmStripColumns;
@@ -255,7 +279,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     row_sums = scratch.row_sums.Get<int32_t>(rows);
     for (size_t i = 0; i < rows; ++i) {
       const size_t block = (row0 + i) / kernel.mr * kernel.mr;
-      row_sums[i] = SumBytes(a.rows(block) + (row0 + i - block) * a.stride, a.k, kernel.isa);
+      row_sums[i] = SumBytes(a.rows(block) + (row0 + i - block) * a.stride, a.k, cpu);
     }
   }
   int32_t* column_sums = nullptr;
@@ -276,8 +300,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     } else {
       strip_stride = (quads + 1) * kQGemmQuadBytes;  // see PackedB::strip_stride
       int8_t* buffer = scratch.b_panel.Get<int8_t>(strips * strip_stride);
-      PackBPanel(b.source, q0, quads, strip0, strips, buffer, strip_stride, column_sums,
-                 kernel.isa);
+      PackBPanel({b.source, q0, quads, strip0, strips, buffer, strip_stride, column_sums}, cpu);
       panel = buffer;
     }
     // One strip (N <= 16): the narrow path (see qgemm_ukernel.h), but for
@@ -349,7 +372,7 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
     if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {
       a_scale = job.a_scale;
       output_scale = job.output_scale;
-      ComputeMultipliers(a_scale, output_scale, column_scales, columns, multipliers, kernel.isa);
+      cpu.compute_multipliers(a_scale, output_scale, column_scales, columns, multipliers);
     }
     if (i == 0 || !uniform_zero_point || ShiftedZeroPoint(job) != a_zero_point) {
       a_zero_point = ShiftedZeroPoint(job);
@@ -360,23 +383,23 @@ void RunTask(const QGemmUkernel& kernel, const PackedA& a, size_t row0, size_t r
                                    ? static_cast<int32_t>(static_cast<uint32_t>(zero_points[0]) *
                                                           static_cast<uint32_t>(row_sum))
                                    : 0;
-    RequantizeRow(tile + i * ldc, row_offset, column_offsets, multipliers,
-                  RowRequantization{job.output_zero_point, job.low, job.high}, columns,
-                  job.out + column0, kernel.isa);
+    cpu.requantize_row(tile + i * ldc, row_offset, column_offsets, multipliers,
+                       RowRequantization{job.output_zero_point, job.low, job.high}, columns,
+                       job.out + column0);
   }
 }
 
-void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n,
-               size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
+void RunPanels(const GemmTask& product, size_t column_block, const std::vector<RowJob>& rows,
                size_t panel_rows, PackedA& a);
 
 // out = requantize((A - za) x (B - zb)) for every row of `list`, with B slice
 // `slice` of `op` (packed whole, from `cache` when it is registered). Rows
 // are made a chunk at a time; before each chunk `stop` may abandon the rest
 // (its non-OK status is returned).
-absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperation& op,
-                     uint64_t slice, PackedBCache* cache, const RowList& list,
+absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, uint64_t slice,
+                     PackedBCache* cache, const RowList& list,
                      absl::FunctionRef<absl::Status()> stop) {
+  const QGemmUkernel& selected = *cpu.qgemm;
   const uint64_t total_rows = list.size();
   if (total_rows == 0) return absl::OkStatus();
   const size_t k = op.k, n = op.n;
@@ -394,8 +417,8 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
     columns = BColumns::Of(op);
     b.columns = &columns;
   } else {
-    packed = cache != nullptr ? cache->Get(op, slice, selected, total_rows)
-                              : PackB(op, slice, selected, total_rows);
+    packed = cache != nullptr ? cache->Get(op, slice, cpu, total_rows)
+                              : PackB(op, slice, cpu, total_rows);
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
@@ -422,6 +445,11 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
     column_block =
         std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
   }
+  GemmTask product;
+  product.cpu = &cpu;
+  product.kernel = &kernel;
+  product.b = &b;
+  product.depth_block = depth_block;
   PackedA a;
   std::vector<RowJob> rows;
   for (uint64_t chunk0 = 0; chunk0 < total_rows; chunk0 += kMaxRowsPerChunk) {
@@ -434,21 +462,27 @@ absl::Status RunGemm(const QGemmUkernel& selected, const QuantizedMatMulOperatio
             ? rows.size()
             : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * QGemmAQuadBytes(kernel)) /
                                               kRowBlock * kRowBlock);
-    RunPanels(kernel, b, k, n, column_block, depth_block, rows, panel_rows, a);
+    RunPanels(product, column_block, rows, panel_rows, a);
   }
   return absl::OkStatus();
 }
 
-// Computes `rows` (one chunk) panel by panel, `panel_rows` at a time.
-void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n,
-               size_t column_block, size_t depth_block, const std::vector<RowJob>& rows,
+// Computes `rows` (one chunk) panel by panel, `panel_rows` at a time, with
+// the kernels, B and depth blocks of `product` (the fields every task shares).
+void RunPanels(const GemmTask& product, size_t column_block, const std::vector<RowJob>& rows,
                size_t panel_rows, PackedA& a) {
+  const QGemmUkernel& kernel = *product.kernel;
+  const size_t k = product.b->source.k, n = product.b->source.n;
   for (size_t panel0 = 0; panel0 < rows.size(); panel0 += panel_rows) {
     const size_t panel_count = std::min(panel_rows, rows.size() - panel0);
     // With a single column block, each row is read by one task only: that
     // task sums it (from cache) rather than PackA (from memory).
     const bool one_column_block = n <= column_block;
-    PackA(ARows(rows, panel0, panel_count), k, kernel, !one_column_block, a);
+    PackA(ARows(rows, panel0, panel_count), k, kernel, *product.cpu, !one_column_block, a);
+    GemmTask panel = product;
+    panel.a = &a;
+    panel.jobs = &rows;
+    panel.job0 = panel0;
     const size_t column_blocks = (n + column_block - 1) / column_block;
     // Few column blocks (a narrow N) and few rows would leave threads idle:
     // smaller row blocks (whole micro-kernel rows) give each a few tasks.
@@ -473,10 +507,12 @@ void RunPanels(const QGemmUkernel& kernel, const BOperand& b, size_t k, size_t n
         [&](int64_t first, int64_t last) {
           for (int64_t task = first; task < last; ++task) {
             // Row blocks vary fastest: neighbouring tasks share B columns.
-            const size_t row0 = (task % row_blocks) * row_block;
-            const size_t column0 = (task / row_blocks) * column_block;
-            RunTask(kernel, a, row0, std::min(row_block, panel_count - row0), b, column0,
-                    std::min(column_block, n - column0), depth_block, rows, panel0);
+            GemmTask block = panel;
+            block.row0 = (task % row_blocks) * row_block;
+            block.rows = std::min(row_block, panel_count - block.row0);
+            block.column0 = (task / row_blocks) * column_block;
+            block.columns = std::min(column_block, n - block.column0);
+            RunTask(block);
           }
         },
         // Tasks are claimed one by one: a thread slowed down by
@@ -501,7 +537,7 @@ bool SameB(const QuantizedMatMulOperation& x, const QuantizedMatMulOperation& y)
 
 // An operation whose B has several slices: each B slice is packed once and
 // multiplied with every A slice it pairs with.
-absl::Status ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOperation& op,
+absl::Status ComputeBatchedB(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
                              Tensor& output, PackedBCache* cache,
                              absl::FunctionRef<absl::Status()> stop) {
   for (uint32_t bb = 0; bb < op.b_batch; ++bb) {
@@ -522,7 +558,7 @@ absl::Status ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOp
         }
       }
       if (absl::Status status =
-              RunGemm(kernel, op, uint64_t{bb} * op.b_channel + bc, cache, rows, stop);
+              RunGemm(cpu, op, uint64_t{bb} * op.b_channel + bc, cache, rows, stop);
           !status.ok()) {
         return status;
       }
@@ -535,9 +571,8 @@ absl::Status ComputeBatchedB(const QGemmUkernel& kernel, const QuantizedMatMulOp
 
 std::vector<absl::Status> ComputeQuantizedMatMuls(
     absl::Span<const QuantizedMatMulOperation* const> ops, absl::Span<Tensor* const> outputs,
-    PackedBCache* cache, const QGemmUkernel* ukernel,
-    absl::Span<const WorkStopCheck* const> stops) {
-  const QGemmUkernel& kernel = ukernel != nullptr ? *ukernel : SelectedQGemmUkernel();
+    PackedBCache* cache, const CpuKernels* kernels, absl::Span<const WorkStopCheck* const> stops) {
+  const CpuKernels& cpu = kernels != nullptr ? *kernels : SelectedCpuKernels();
   std::vector<absl::Status> statuses(ops.size());
   auto stop_of = [&](size_t i) -> absl::Status {
     if (i >= stops.size() || stops[i] == nullptr) return absl::OkStatus();
@@ -548,7 +583,7 @@ std::vector<absl::Status> ComputeQuantizedMatMuls(
     if (done[i]) continue;
     const QuantizedMatMulOperation& op = *ops[i];
     if (!HasSharedB(op)) {
-      statuses[i] = ComputeBatchedB(kernel, op, *outputs[i], cache, [&] { return stop_of(i); });
+      statuses[i] = ComputeBatchedB(cpu, op, *outputs[i], cache, [&] { return stop_of(i); });
       continue;
     }
     // With one B slice, every A slice of every operation that shares this B
@@ -568,7 +603,7 @@ std::vector<absl::Status> ComputeQuantizedMatMuls(
     // The shared product stops early only when none of its members wants it;
     // each then reports what its own check said.
     std::vector<absl::Status> member_statuses(members.size());
-    const absl::Status stopped = RunGemm(kernel, op, 0, cache, rows, [&]() -> absl::Status {
+    const absl::Status stopped = RunGemm(cpu, op, 0, cache, rows, [&]() -> absl::Status {
       for (size_t x = 0; x < members.size(); ++x) {
         member_statuses[x] = stop_of(members[x]);
         if (member_statuses[x].ok()) return absl::OkStatus();

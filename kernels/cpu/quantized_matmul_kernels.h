@@ -8,8 +8,8 @@
 #include "kernels/backend/device.h"
 #include "kernels/core/operation.h"
 #include "kernels/core/tensor.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_b.h"
-#include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
 
@@ -32,10 +32,11 @@ namespace dmlserve {
 //
 // With a `cache`, registered B tensors are packed once and reused; other B
 // tensors are packed per call (panel by panel inside each task when few rows
-// use them, so no packed copy of the whole B is ever held). `ukernel` picks
-// the ISA level's kernel (tests), one of AvailableQGemmUkernels(); null means
-// SelectedQGemmUkernel(). ChooseQGemmUkernel may still substitute one of its
-// kernels for a product (a 7-bit, one-strip or many-rows kernel).
+// use them, so no packed copy of the whole B is ever held). `kernels` picks
+// the ISA level whose micro-kernel, packers and epilogue run (tests), one of
+// AvailableCpuKernels() (cpu_kernels.h); null means SelectedCpuKernels().
+// ChooseQGemmUkernel may still substitute one of the level's kernels for a
+// product (a 7-bit, one-strip or many-rows kernel).
 //
 // Rows are made and packed a chunk at a time, so memory beyond the operands,
 // the outputs and a packed B stays bounded (a few MiB) whatever M is. Between
@@ -46,7 +47,7 @@ namespace dmlserve {
 // incomplete), every other status is OK.
 std::vector<absl::Status> ComputeQuantizedMatMuls(
     absl::Span<const QuantizedMatMulOperation* const> ops, absl::Span<Tensor* const> outputs,
-    PackedBCache* cache = nullptr, const QGemmUkernel* ukernel = nullptr,
+    PackedBCache* cache = nullptr, const CpuKernels* kernels = nullptr,
     absl::Span<const WorkStopCheck* const> stops = {});
 
 inline void ComputeQuantizedMatMul(const QuantizedMatMulOperation& op, Tensor& output) {

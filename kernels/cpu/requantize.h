@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/qgemm_ukernel.h"
+#include "kernels/cpu/isa_portability.h"
 
 namespace dmlserve {
 
@@ -32,21 +32,44 @@ void ComputeColumnOffsets(int32_t a_zero_point, const int32_t* corrections,
                           const int32_t* column_zero_points, int32_t row_sum, size_t count,
                           int32_t* column_offsets);
 
-// multipliers[j] = (double(a_scale) * double(column_scales[j])) /
-// double(output_scale): the float64 reference's multiplier, bit for bit.
-void ComputeMultipliers(float a_scale, float output_scale, const float* column_scales, size_t count,
-                        double* multipliers, CpuIsa isa);
-
-// For j < count:
+// The epilogue's per-ISA steps, one version per ISA level
+// (CpuKernels::compute_multipliers, requantize_row); every version gives the
+// same bits.
+//
+// ComputeMultipliersFn: for j < count, multipliers[j] = (double(a_scale) *
+// double(column_scales[j])) / double(output_scale): the float64 reference's
+// multiplier, bit for bit.
+using ComputeMultipliersFn = void (*)(float a_scale, float output_scale, const float* column_scales,
+                                      size_t count, double* multipliers);
+// RequantizeRowFn: for j < count,
 //   acc = dots[j] - row_offset - column_offsets[j]      (int32, wrapping)
 //   out[j] = clamp(round_half_even(acc * multipliers[j]) + output_zero_point,
 //                  low, high)
-// computed in float64 like the reference. The result is the same byte for
-// every `isa` (AVX-512 at kAvx512Vnni, AVX2 at kAvx2 and kAvxVnni, else
-// portable).
-void RequantizeRow(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
-                   const double* multipliers, const RowRequantization& row, size_t count,
-                   uint8_t* out, CpuIsa isa);
+// computed in float64 like the reference. Nothing past out[count - 1] is
+// written.
+using RequantizeRowFn = void (*)(const int32_t* dots, int32_t row_offset,
+                                 const int32_t* column_offsets, const double* multipliers,
+                                 const RowRequantization& row, size_t count, uint8_t* out);
+
+void ComputeMultipliersPortable(float a_scale, float output_scale, const float* column_scales,
+                                size_t count, double* multipliers);
+void RequantizeRowPortable(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
+                           const double* multipliers, const RowRequantization& row, size_t count,
+                           uint8_t* out);
+#if DMLSERVE_X86
+// requantize_avx2.cc: only on CPUs with AVX2 and FMA.
+void ComputeMultipliersAvx2(float a_scale, float output_scale, const float* column_scales,
+                            size_t count, double* multipliers);
+void RequantizeRowAvx2(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
+                       const double* multipliers, const RowRequantization& row, size_t count,
+                       uint8_t* out);
+// requantize_avx512.cc: only on CPUs with AVX-512 F, BW, VL and DQ.
+void ComputeMultipliersAvx512(float a_scale, float output_scale, const float* column_scales,
+                              size_t count, double* multipliers);
+void RequantizeRowAvx512(const int32_t* dots, int32_t row_offset, const int32_t* column_offsets,
+                         const double* multipliers, const RowRequantization& row, size_t count,
+                         uint8_t* out);
+#endif
 
 }  // namespace dmlserve
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/scan_simd.h"
@@ -40,15 +40,6 @@ constexpr int64_t kPieceBytes = 256 << 10;
 // non-temporal stores: the output would not stay in cache anyway, and
 // streaming stores skip reading each output line before writing it.
 constexpr uint64_t kNonTemporalBytes = 24 << 20;
-
-const scan_internal::ScanTable& SelectedTable() {
-#if DMLSERVE_X86
-  const CpuIsa isa = SelectedCpuIsa();
-  if (isa >= CpuIsa::kAvx512Vnni) return scan_internal::Avx512ScanTable();
-  if (isa >= CpuIsa::kAvx2) return scan_internal::Avx2ScanTable();
-#endif
-  return scan_internal::GenericScanTable();
-}
 
 // Spins until `flag` is set; yields when the wait is long (the thread that
 // will set it may have been preempted on a busy machine).
@@ -319,7 +310,7 @@ class ScanPlan {
 
 template <typename A, typename Op>
 void Run(const ScanOperation& op, Tensor& output, ScanKind kind) {
-  const ScanFns& fns = SelectedTable()[kind][op.exclusive ? 1 : 0];
+  const ScanFns& fns = (*SelectedCpuKernels().scan)[kind][op.exclusive ? 1 : 0];
   const size_t element_bytes = DataTypeSize(op.input.data_type);
   if (op.exclusive) {
     ScanPlan<A, Op, true>(op, op.input.data(), output.mutable_data(), element_bytes, fns).Run();

@@ -1,6 +1,6 @@
 // The AVX2 scan loops: 8 float/32-bit or 4 64-bit lanes per vector. Only
 // this file's functions carry the AVX2 target; ComputeScan calls them only
-// when SelectedCpuIsa() is kAvx2 or kAvxVnni.
+// through the avx2 and avxvnni levels' tables (cpu_kernels.h).
 
 #include <algorithm>
 #include <cstddef>

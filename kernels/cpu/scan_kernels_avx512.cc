@@ -1,6 +1,6 @@
 // The AVX-512 scan loops: 16 float/32-bit or 8 64-bit lanes per vector.
 // Only this file's functions carry the AVX-512 target; ComputeScan calls them
-// only when SelectedCpuIsa() is kAvx512Vnni.
+// only through the avx512vnni level's table (cpu_kernels.h).
 
 #include <algorithm>
 #include <cstddef>

@@ -4,7 +4,8 @@
 // Internal to the scan kernels: the per-ISA inner loops behind ComputeScan.
 //
 // Each instruction-set path (generic C++, AVX2, AVX-512) provides one table of
-// four loops per element kind and exclusivity. ComputeScan (scan_kernels.cc)
+// four loops per element kind and exclusivity, which each ISA level's
+// CpuKernels::scan points to (cpu_kernels.h). ComputeScan (scan_kernels.cc)
 // plans the work (which loop, which ranges, which thread, carries between
 // pieces) and is the same for every path; the loops only differ in vector
 // width. Pointers are type-erased: `in`/`out` point to elements of the kind's
@@ -103,6 +104,7 @@ using ScanTable = std::array<std::array<ScanFns, 2>, kScanKindCount>;
 
 const ScanTable& GenericScanTable();
 #if DMLSERVE_X86
+// Only on CPUs with the ISA: each is built by code compiled for it.
 const ScanTable& Avx2ScanTable();
 const ScanTable& Avx512ScanTable();
 #endif

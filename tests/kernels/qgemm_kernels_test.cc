@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_ukernel.h"
@@ -26,20 +28,90 @@
 namespace dmlserve {
 namespace {
 
+// The tables of the SIMD levels this CPU runs (every one but the first,
+// the portable level's).
+std::vector<const CpuKernels*> SimdTables() {
+  std::vector<const CpuKernels*> tables = AvailableCpuKernels();
+  tables.erase(tables.begin());
+  return tables;
+}
+
+const CpuKernels& PortableTable() { return CpuKernelsFor(CpuIsa::kGeneric); }
+
 std::vector<const QGemmUkernel*> SimdUkernels() {
-  std::vector<const QGemmUkernel*> kernels = AvailableQGemmUkernels();
-  kernels.erase(kernels.begin());
+  std::vector<const QGemmUkernel*> kernels;
+  for (const CpuKernels* table : SimdTables()) kernels.push_back(table->qgemm);
   return kernels;
 }
 
 TEST(QGemmUkernelTest, PortableKernelComesFirst) {
-  const std::vector<const QGemmUkernel*> kernels = AvailableQGemmUkernels();
-  ASSERT_FALSE(kernels.empty());
-  EXPECT_STREQ(kernels.front()->name, "generic");
+  const std::vector<const CpuKernels*> tables = AvailableCpuKernels();
+  ASSERT_FALSE(tables.empty());
+  EXPECT_EQ(tables.front()->isa, CpuIsa::kGeneric);
+  EXPECT_STREQ(tables.front()->qgemm->name, "generic");
   // Whatever DMLSERVE_CPU_ISA says, the selection is one of them.
   bool found = false;
-  for (const QGemmUkernel* kernel : kernels) found |= kernel == &SelectedQGemmUkernel();
+  for (const CpuKernels* table : tables) found |= table == &SelectedCpuKernels();
   EXPECT_TRUE(found);
+}
+
+// Each level's table holds only what the CPU runs, and its own level's
+// micro-kernel; a level the CPU cannot run gets the best one below it.
+TEST(QGemmUkernelTest, TablesHoldTheirLevelsKernels) {
+  for (const CpuKernels* table : AvailableCpuKernels()) {
+    EXPECT_TRUE(CpuRunsIsa(table->isa)) << CpuIsaName(table->isa);
+    EXPECT_EQ(table->qgemm->isa, table->isa) << CpuIsaName(table->isa);
+    EXPECT_STREQ(table->qgemm->name, std::string(CpuIsaName(table->isa)).c_str());
+    EXPECT_EQ(&CpuKernelsFor(table->isa), table);
+  }
+  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+    const CpuKernels& table = CpuKernelsFor(isa);
+    EXPECT_LE(table.isa, isa);
+    EXPECT_TRUE(CpuRunsIsa(table.isa));
+    EXPECT_EQ(table.isa == isa, CpuRunsIsa(isa)) << CpuIsaName(isa);
+  }
+}
+
+// Each micro-kernel checks its row and strip counts on entry (the contract
+// of QGemmUkernelFn), where the build checks contracts (kernels/core/check.h).
+TEST(QGemmUkernelTest, ContractsAreChecked) {
+#if defined(DMLSERVE_CHECK_CONTRACTS) && DMLSERVE_CHECK_CONTRACTS
+  // The pool's threads may be running: the child re-runs the binary.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<const QGemmUkernel*> kernels;
+  for (const CpuKernels* table : AvailableCpuKernels()) {
+    const QGemmUkernel& level = *table->qgemm;
+    for (const QGemmUkernel* kernel :
+         {&level, level.seven_bit_b, level.one_strip, level.many_rows}) {
+      if (kernel != nullptr) kernels.push_back(kernel);
+    }
+  }
+  for (const QGemmUkernel* each : kernels) {
+    const QGemmUkernel& kernel = *each;
+    // Room for one row and one strip too many (wide A, repacked B), in case
+    // a check were missing: the test then fails on its message, not on a
+    // wild access.
+    constexpr size_t kLda = 8, kStripStride = 256;
+    std::vector<uint8_t> a((kernel.mr + 1) * kLda);
+    std::vector<int8_t> b((kernel.max_strips + 1) * kStripStride);
+    const size_t ldc = (kernel.max_strips + 1) * kQGemmStripColumns;
+    std::vector<int32_t> c((kernel.mr + 1) * ldc);
+    auto call = [&](int rows, int strips) {
+      kernel.fn(1, a.data(), kLda, rows, b.data(), kStripStride, strips, c.data(), ldc, false);
+    };
+    EXPECT_DEATH(call(0, 1), "DMLSERVE_DCHECK failed: .*rows") << kernel.name;
+    EXPECT_DEATH(call(kernel.mr + 1, 1), "DMLSERVE_DCHECK failed: .*rows") << kernel.name;
+    EXPECT_DEATH(call(1, 0), "DMLSERVE_DCHECK failed: .*strips") << kernel.name;
+    EXPECT_DEATH(call(1, kernel.max_strips + 1), "DMLSERVE_DCHECK failed: .*strips") << kernel.name;
+    if (kernel.narrow != nullptr) {  // the narrow path takes 2..mr rows
+      EXPECT_DEATH(kernel.narrow(1, a.data(), kLda, 1, b.data(), c.data(), ldc, false),
+                   "DMLSERVE_DCHECK failed: .*rows")
+          << kernel.name;
+    }
+  }
+#else
+  GTEST_SKIP() << "built with DMLSERVE_CHECK_CONTRACTS off";
+#endif
 }
 
 // A's rows as `kernel` reads them: the bytes themselves, or (a wide-A
@@ -188,7 +260,8 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
         const size_t stride = quads * kQGemmQuadBytes;
         std::vector<int8_t> want(strips * stride, 1);
         std::vector<int32_t> want_sums(strips * 16, 3);
-        PackBPanel(b, 0, quads, 0, strips, want.data(), stride, want_sums.data(), CpuIsa::kGeneric);
+        PackBPanel({b, 0, quads, 0, strips, want.data(), stride, want_sums.data()},
+                   PortableTable());
         // The portable packer against the definition.
         for (size_t kk = 0; kk < quads * 4; ++kk) {
           for (size_t j = 0; j < strips * 16; ++j) {
@@ -201,12 +274,13 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
             ASSERT_EQ(want[(j / 16) * stride + (kk / 4) * 64 + (j % 16) * 4 + kk % 4], expected);
           }
         }
-        for (const QGemmUkernel* kernel : SimdUkernels()) {
+        for (const CpuKernels* table : SimdTables()) {
           std::vector<int8_t> got(strips * stride, 1);
           std::vector<int32_t> got_sums(strips * 16, 3);
-          PackBPanel(b, 0, quads, 0, strips, got.data(), stride, got_sums.data(), kernel->isa);
-          EXPECT_EQ(got, want) << kernel->name << " k=" << k << " n=" << n;
-          EXPECT_EQ(got_sums, want_sums) << kernel->name << " k=" << k << " n=" << n;
+          PackBPanel({b, 0, quads, 0, strips, got.data(), stride, got_sums.data()}, *table);
+          const absl::string_view name = CpuIsaName(table->isa);
+          EXPECT_EQ(got, want) << name << " k=" << k << " n=" << n;
+          EXPECT_EQ(got_sums, want_sums) << name << " k=" << k << " n=" << n;
         }
 
         // A: rows of K, in place only for UINT8 rows in one block.
@@ -218,13 +292,13 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
           QGemmUkernel generic = *GenericQGemmUkernel();
           generic.mr = mr;
           PackedA want_a;
-          PackA(rows, k, generic, /*sums=*/true, want_a);
+          PackA(rows, k, generic, PortableTable(), /*sums=*/true, want_a);
           EXPECT_EQ(want_a.data == source.data(), !is_signed);
-          for (const QGemmUkernel* simd : SimdUkernels()) {
-            QGemmUkernel kernel = *simd;
+          for (const CpuKernels* table : SimdTables()) {
+            QGemmUkernel kernel = *table->qgemm;
             kernel.mr = mr;
             PackedA got_a;
-            PackA(rows, k, kernel, /*sums=*/true, got_a);
+            PackA(rows, k, kernel, *table, /*sums=*/true, got_a);
             EXPECT_EQ(got_a.row_sums, want_a.row_sums) << kernel.name;
             if (!kernel.wide_a) {
               ASSERT_EQ(got_a.stride, want_a.stride);
@@ -273,10 +347,7 @@ TEST(QGemmPackingTest, EveryIsaPacksTheSameBytes) {
 // with zero points at the ends of their range, and every count up to 40 (the
 // vector loops' tails). Nothing past `count` is written.
 TEST(QGemmRequantizeTest, EveryIsaRequantizesTheSame) {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
-    if (isa <= SupportedCpuIsa()) isas.push_back(isa);
-  }
+  const std::vector<const CpuKernels*> tables = SimdTables();
   std::mt19937 rng(13);
   // A finite float of any exponent, subnormals and zeros included.
   auto any_float = [&rng] {
@@ -318,15 +389,15 @@ TEST(QGemmRequantizeTest, EveryIsaRequantizesTheSame) {
       float output_scale = typical ? 0.5f : any_float();
       if (output_scale == 0) output_scale = 1;
       for (float& v : scales) v = typical ? 0.001f * (1 + rng() % 1000) : any_float();
-      ComputeMultipliers(a_scale, output_scale, scales.data(), count, multipliers.data(),
-                         CpuIsa::kGeneric);
-      for (CpuIsa isa : isas) {
+      PortableTable().compute_multipliers(a_scale, output_scale, scales.data(), count,
+                                          multipliers.data());
+      for (const CpuKernels* table : tables) {
         std::vector<double> got(count);
-        ComputeMultipliers(a_scale, output_scale, scales.data(), count, got.data(), isa);
+        table->compute_multipliers(a_scale, output_scale, scales.data(), count, got.data());
         // Bit for bit (memcmp, not ==); an empty vector's data() may be null.
         ASSERT_TRUE(count == 0 ||
                     std::memcmp(got.data(), multipliers.data(), count * sizeof(double)) == 0)
-            << CpuIsaName(isa) << " count=" << count << " trial=" << trial;
+            << CpuIsaName(table->isa) << " count=" << count << " trial=" << trial;
       }
       // A quarter of the columns with extreme or tie-making multipliers.
       const double special[] = {0.5, -0.5,  0.25,   1.5,    -2.5,     1,
@@ -348,17 +419,17 @@ TEST(QGemmRequantizeTest, EveryIsaRequantizesTheSame) {
       }
       for (const RowRequantization& row : ranges) {
         std::vector<uint8_t> want(count + 16, 0xab);
-        RequantizeRow(dots.data(), row_offset, column_offsets.data(), multipliers.data(), row,
-                      count, want.data(), CpuIsa::kGeneric);
-        for (CpuIsa isa : isas) {
+        PortableTable().requantize_row(dots.data(), row_offset, column_offsets.data(),
+                                       multipliers.data(), row, count, want.data());
+        for (const CpuKernels* table : tables) {
           std::vector<uint8_t> got(count + 16, 0xab);
-          RequantizeRow(dots.data(), row_offset, column_offsets.data(), multipliers.data(), row,
-                        count, got.data(), isa);
+          table->requantize_row(dots.data(), row_offset, column_offsets.data(), multipliers.data(),
+                                row, count, got.data());
           const size_t j = std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
           if (j == got.size()) continue;
           testing::Message where;
-          where << CpuIsaName(isa) << " count=" << count << " trial=" << trial << " column " << j
-                << " zero point " << row.output_zero_point << " range [" << row.low << ", "
+          where << CpuIsaName(table->isa) << " count=" << count << " trial=" << trial << " column "
+                << j << " zero point " << row.output_zero_point << " range [" << row.low << ", "
                 << row.high << "]";
           if (j < count) {
             where << " dot " << dots[j] << " row offset " << row_offset << " column offset "
@@ -415,7 +486,7 @@ QuantizedMatMulOperation RandomProduct(Shape3 s, DataType a_type, DataType b_typ
   return *op;
 }
 
-class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
+class QGemmPathTest : public testing::TestWithParam<const CpuKernels*> {
  protected:
   // Runs `op` on this test's micro-kernel, B registered (packed whole, via a
   // cache) or not (packed per task when few rows), and checks it bit for bit.
@@ -428,7 +499,7 @@ class QGemmPathTest : public testing::TestWithParam<const QGemmUkernel*> {
     Tensor* outputs[] = {&output};
     ComputeQuantizedMatMuls(ops, outputs, registered ? &cache : nullptr, GetParam());
     const absl::Status status = reference::CheckExact(reference::Compute(copy), output);
-    EXPECT_TRUE(status.ok()) << GetParam()->name << " " << reference::Describe(copy)
+    EXPECT_TRUE(status.ok()) << GetParam()->qgemm->name << " " << reference::Describe(copy)
                              << (registered ? " registered" : "") << ": " << status;
   }
 };
@@ -527,9 +598,9 @@ TEST_P(QGemmPathTest, EveryTypeCombinationIsExactAtTheLargestK) {
 // (AVX2) large enough to be written with streaming stores (8 MiB), from
 // which the strips are then dropped.
 TEST_P(QGemmPathTest, LargeRepackedBPerRequestIsExact) {
-  const QGemmUkernel* many_rows = GetParam()->many_rows;
+  const QGemmUkernel* many_rows = GetParam()->qgemm->many_rows;
   if (many_rows == nullptr || many_rows->repack_b == nullptr) {
-    GTEST_SKIP() << GetParam()->name << " reads no repacked B";
+    GTEST_SKIP() << GetParam()->qgemm->name << " reads no repacked B";
   }
   std::mt19937_64 rng(20);
   const QuantizedMatMulOperation op = RandomProduct({97, 2050, 2070}, DataType::kUint8,
@@ -639,10 +710,10 @@ TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
         b[i] = static_cast<uint8_t>(value(rng) + shift);
       b[66 * 45 + 44] = static_cast<uint8_t>(low + shift);  // both ends present
       b[0] = static_cast<uint8_t>(high + shift);
-      for (const QGemmUkernel* kernel : AvailableQGemmUkernels()) {
+      for (const CpuKernels* table : AvailableCpuKernels()) {
         // Checked only for a kernel that has a 7-bit kernel to use.
-        EXPECT_EQ(PackB(op, 0, *kernel)->seven_bit, fits && kernel->seven_bit_b != nullptr)
-            << kernel->name << " [" << low << ", " << high << "]";
+        EXPECT_EQ(PackB(op, 0, *table)->seven_bit, fits && table->qgemm->seven_bit_b != nullptr)
+            << table->qgemm->name << " [" << low << ", " << high << "]";
       }
     }
   }
@@ -653,8 +724,9 @@ TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
 // repacked for AVX2's many-rows kernel exists exactly when that kernel would
 // read it (N > 16, B not 7-bit).
 TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
-  const QGemmUkernel* avx2 = Avx2QGemmUkernel();
-  if (avx2 == nullptr) GTEST_SKIP() << "no AVX2";
+  if (!CpuRunsIsa(CpuIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
+  const CpuKernels& avx2_table = CpuKernelsFor(CpuIsa::kAvx2);
+  const QGemmUkernel* avx2 = avx2_table.qgemm;
   std::mt19937_64 rng(19);
   constexpr uint32_t kK = 1030, kN = 290;  // 3 chunks of quads, 2 tasks of strips
   for (auto [k, j] : {std::pair{kK - 1, kN - 1}, std::pair{600u, 270u}, std::pair{5u, 3u},
@@ -664,7 +736,7 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
       const bool outlier = k < kK;
       const int shift = b_type == DataType::kUint8 ? 128 : 0;
       if (outlier) op.b.mutable_data()[uint64_t{k} * kN + j] = static_cast<uint8_t>(-65 + shift);
-      std::shared_ptr<const PackedB> packed = PackB(op, 0, *avx2);
+      std::shared_ptr<const PackedB> packed = PackB(op, 0, avx2_table);
       EXPECT_EQ(packed->seven_bit, !outlier) << "k=" << k << " j=" << j;
       EXPECT_EQ(packed->repacked_by != nullptr, outlier) << "k=" << k << " j=" << j;
       EXPECT_NE(packed->values, nullptr);
@@ -673,7 +745,7 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
                     kN * (2 * sizeof(int32_t) + sizeof(float)));
       // Packed for one product of many rows: the strips are kept only when
       // the 7-bit kernel reads them, the repacked copy only otherwise.
-      std::shared_ptr<const PackedB> once = PackB(op, 0, *avx2, 200);
+      std::shared_ptr<const PackedB> once = PackB(op, 0, avx2_table, 200);
       EXPECT_EQ(once->seven_bit, !outlier);
       EXPECT_EQ(once->values != nullptr, !outlier) << "k=" << k << " j=" << j;
       EXPECT_EQ(once->repacked_by != nullptr, outlier) << "k=" << k << " j=" << j;
@@ -690,16 +762,15 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
   // the rows.
   QuantizedMatMulOperation narrow =
       RandomProduct({3, 100, 16}, DataType::kUint8, DataType::kInt8, DataType::kInt8, false, rng);
-  std::shared_ptr<const PackedB> narrow_packed = PackB(narrow, 0, *avx2);
+  std::shared_ptr<const PackedB> narrow_packed = PackB(narrow, 0, avx2_table);
   ASSERT_NE(avx2->one_strip, nullptr);
   EXPECT_EQ(narrow_packed->repacked_by, avx2->one_strip->repack_b);
   EXPECT_EQ(narrow_packed->repacked_quad_bytes, avx2->one_strip->repacked_quad_bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest,
-                         testing::ValuesIn(AvailableQGemmUkernels()),
-                         [](const testing::TestParamInfo<const QGemmUkernel*>& info) {
-                           return std::string(info.param->name);
+INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest, testing::ValuesIn(AvailableCpuKernels()),
+                         [](const testing::TestParamInfo<const CpuKernels*>& info) {
+                           return std::string(info.param->qgemm->name);
                          });
 
 }  // namespace
