@@ -18,13 +18,8 @@
 namespace dmlserve {
 namespace {
 
-using ::dmlserve::testing::MatMulOf;
-using ::dmlserve::testing::NewJob;
-using ::dmlserve::testing::Scale;
-using ::dmlserve::testing::ScanOf;
-using ::dmlserve::testing::TagOf;
-using ::dmlserve::testing::TestDevice;
-using ::dmlserve::testing::WeightB;
+// The scheduler tests' jobs and device (tests/scheduler/test_jobs.h, test_device.h).
+namespace t = ::dmlserve::testing;
 
 constexpr DataType kF32 = DataType::kFloat32;
 constexpr absl::Duration kDelay = absl::Microseconds(200);
@@ -36,7 +31,7 @@ class BatchQueueTest : public ::testing::Test {
 
   // Adds a job for `operation` that arrived at `when`; returns it.
   std::shared_ptr<Job> Add(Operation operation, absl::Time when, int company = 0) {
-    std::shared_ptr<Job> job = NewJob(std::move(operation))->job;
+    std::shared_ptr<Job> job = t::NewJob(std::move(operation))->job;
     job->enqueue_time = when;
     CompatibilityKey key = CompatibilityKey::For(job->operation);
     const uint64_t own = OperationBytes(job->operation) - SharedOperandBytes(job->operation);
@@ -50,16 +45,16 @@ class BatchQueueTest : public ::testing::Test {
 
   static std::vector<float> Tags(const Batch& batch) {
     std::vector<float> tags;
-    for (const auto& job : batch.jobs) tags.push_back(TagOf(job->operation));
+    for (const auto& job : batch.jobs) tags.push_back(t::TagOf(job->operation));
     return tags;
   }
 
   BatchQueue queue_;
-  TestDevice device_{"test:0"};
+  t::TestDevice device_{"test:0"};
 };
 
 TEST_F(BatchQueueTest, AnIdleDeviceTakesAnOpenBatchAtOnceABusyOneOnlyWhenDue) {
-  Add(ScanOf(kF32, {3}, 1), kT0);
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
   EXPECT_TRUE(queue_.HasRunnable(kT0, /*idle=*/true));
   EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/false));
   EXPECT_EQ(queue_.NextDueTime(), kT0 + kDelay);
@@ -75,7 +70,7 @@ TEST_F(BatchQueueTest, AnIdleDeviceTakesAnOpenBatchAtOnceABusyOneOnlyWhenDue) {
 }
 
 TEST_F(BatchQueueTest, ABatchClosesAtMaxBatchSizeAndABusyDeviceTakesIt) {
-  for (int i = 0; i < 6; ++i) Add(ScanOf(kF32, {3}, i), kT0);
+  for (int i = 0; i < 6; ++i) Add(t::ScanOf(kF32, {3}, i), kT0);
   EXPECT_EQ(queue_.job_count(), 6u);
   // The first four closed the batch; the other two opened the next.
   EXPECT_TRUE(queue_.HasRunnable(kT0, /*idle=*/false));
@@ -89,12 +84,12 @@ TEST_F(BatchQueueTest, ABatchClosesAtMaxBatchSizeAndABusyDeviceTakesIt) {
 }
 
 TEST(BatchQueueBytesTest, AJobThatWouldPassMaxBatchBytesStartsTheNextBatch) {
-  const Operation one = ScanOf(kF32, {8}, 0);
+  const Operation one = t::ScanOf(kF32, {8}, 0);
   const uint64_t job_bytes = OperationBytes(one);
   BatchQueue queue(BatchLimits{64, 2 * job_bytes + job_bytes / 2, kDelay});
-  TestDevice device("test:0");
+  t::TestDevice device("test:0");
   for (int i = 0; i < 3; ++i) {
-    std::shared_ptr<Job> job = NewJob(ScanOf(kF32, {8}, i))->job;
+    std::shared_ptr<Job> job = t::NewJob(t::ScanOf(kF32, {8}, i))->job;
     job->enqueue_time = kT0;
     queue.Add(job, CompatibilityKey::For(job->operation), job_bytes);
   }
@@ -107,9 +102,9 @@ TEST(BatchQueueBytesTest, AJobThatWouldPassMaxBatchBytesStartsTheNextBatch) {
 }
 
 TEST_F(BatchQueueTest, OperationsThatCannotFuseMakeSeparateBatchesOldestFirst) {
-  Add(ScanOf(kF32, {3}, 1), kT0);
-  Add(ScanOf(DataType::kInt32, {3}, 2), kT0 + absl::Microseconds(1));
-  Add(ScanOf(kF32, {3}, 3), kT0 + absl::Microseconds(2));
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
+  Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0 + absl::Microseconds(1));
+  Add(t::ScanOf(kF32, {3}, 3), kT0 + absl::Microseconds(2));
   std::unique_ptr<Batch> first = Take(kT0, /*idle=*/true);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(Tags(*first), std::vector<float>({1, 3}));
@@ -119,14 +114,14 @@ TEST_F(BatchQueueTest, OperationsThatCannotFuseMakeSeparateBatchesOldestFirst) {
 }
 
 TEST_F(BatchQueueTest, AHeldBatchWaitsForItsCompanyEvenForAnIdleDevice) {
-  Add(ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
+  Add(t::ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
   EXPECT_TRUE(queue_.holding(kT0));
   EXPECT_EQ(queue_.hold_end(), kT0 + kDelay);
   EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true));
   EXPECT_EQ(Take(kT0, /*idle=*/true), nullptr);
-  Add(ScanOf(kF32, {3}, 2), kT0);
+  Add(t::ScanOf(kF32, {3}, 2), kT0);
   EXPECT_FALSE(queue_.HasRunnable(kT0, /*idle=*/true));
-  Add(ScanOf(kF32, {3}, 3), kT0);  // company found
+  Add(t::ScanOf(kF32, {3}, 3), kT0);  // company found
   EXPECT_FALSE(queue_.holding(kT0));
   std::unique_ptr<Batch> batch = Take(kT0, /*idle=*/true);
   ASSERT_NE(batch, nullptr);
@@ -134,23 +129,23 @@ TEST_F(BatchQueueTest, AHeldBatchWaitsForItsCompanyEvenForAnIdleDevice) {
 }
 
 TEST_F(BatchQueueTest, AHoldEndsAtMaxQueueDelayWithoutCompany) {
-  Add(ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
+  Add(t::ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
   EXPECT_FALSE(queue_.HasRunnable(kT0 + kDelay - absl::Nanoseconds(1), /*idle=*/true));
   EXPECT_TRUE(queue_.HasRunnable(kT0 + kDelay, /*idle=*/true));
   EXPECT_FALSE(queue_.holding(kT0 + kDelay));
 }
 
 TEST_F(BatchQueueTest, OnlyABatchOpenedInAnEmptyQueueIsHeld) {
-  Add(ScanOf(kF32, {3}, 1), kT0);
-  Add(ScanOf(DataType::kInt32, {3}, 2), kT0, /*company=*/3);
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
+  Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0, /*company=*/3);
   EXPECT_FALSE(queue_.holding(kT0));
 }
 
 TEST_F(BatchQueueTest, ARequeuedBatchRunsBeforeOlderOnes) {
-  Add(ScanOf(kF32, {3}, 1), kT0);
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
   std::unique_ptr<Batch> failed = Take(kT0, /*idle=*/true);
   ASSERT_NE(failed, nullptr);
-  Add(ScanOf(DataType::kInt32, {3}, 2), kT0 - absl::Seconds(1));
+  Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0 - absl::Seconds(1));
   queue_.Requeue(std::move(failed));
   EXPECT_EQ(queue_.job_count(), 2u);
   // Runnable even for a busy device: a requeued batch is closed.
@@ -161,8 +156,8 @@ TEST_F(BatchQueueTest, ARequeuedBatchRunsBeforeOlderOnes) {
 }
 
 TEST_F(BatchQueueTest, ADevicePrefersABatchWhoseRegisteredTensorsAreResident) {
-  Add(MatMulOf(WeightB(1, "w1"), Scale(1)), kT0);
-  Add(MatMulOf(WeightB(2, "w2"), Scale(1)), kT0 + absl::Microseconds(1));
+  Add(t::MatMulOf(t::WeightB(1, "w1"), t::Scale(1)), kT0);
+  Add(t::MatMulOf(t::WeightB(2, "w2"), t::Scale(1)), kT0 + absl::Microseconds(1));
   device_.MakeResident("w2");
   std::unique_ptr<Batch> batch = Take(kT0, /*idle=*/true);
   ASSERT_NE(batch, nullptr);
@@ -170,8 +165,8 @@ TEST_F(BatchQueueTest, ADevicePrefersABatchWhoseRegisteredTensorsAreResident) {
 }
 
 TEST_F(BatchQueueTest, RemovingACancelledJobLeavesTheRestAndDropsAnEmptyBatch) {
-  std::shared_ptr<Job> a = Add(ScanOf(kF32, {3}, 1), kT0);
-  std::shared_ptr<Job> b = Add(ScanOf(kF32, {3}, 2), kT0);
+  std::shared_ptr<Job> a = Add(t::ScanOf(kF32, {3}, 1), kT0);
+  std::shared_ptr<Job> b = Add(t::ScanOf(kF32, {3}, 2), kT0);
   EXPECT_EQ(queue_.Remove(a.get()), a);
   EXPECT_EQ(queue_.Remove(a.get()), nullptr);  // no longer waiting
   EXPECT_EQ(queue_.job_count(), 1u);
@@ -181,19 +176,19 @@ TEST_F(BatchQueueTest, RemovingACancelledJobLeavesTheRestAndDropsAnEmptyBatch) {
 }
 
 TEST_F(BatchQueueTest, CloseAllLetsABusyDeviceTakeEverythingAtOnce) {
-  Add(ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
+  Add(t::ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
   queue_.CloseAll();
   EXPECT_FALSE(queue_.holding(kT0));
   EXPECT_TRUE(queue_.HasRunnable(kT0, /*idle=*/false));
-  Add(ScanOf(DataType::kInt32, {3}, 2), kT0);  // closed as it arrives
+  Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0);  // closed as it arrives
   EXPECT_NE(Take(kT0, /*idle=*/false), nullptr);
   EXPECT_NE(Take(kT0, /*idle=*/false), nullptr);
   EXPECT_TRUE(queue_.empty());
 }
 
 TEST_F(BatchQueueTest, ADeviceThatServesASubsetSeesOnlyItsOperators) {
-  Add(ScanOf(kF32, {3}, 1), kT0);
-  Add(MatMulOf(WeightB(1), Scale(1)), kT0 + absl::Microseconds(50));
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
+  Add(t::MatMulOf(t::WeightB(1), t::Scale(1)), kT0 + absl::Microseconds(50));
   const OperatorSet matmuls =
       OperatorSet().set(static_cast<size_t>(OperatorKind::kQuantizedLinearMatrixMultiply));
   const OperatorSet products =
@@ -218,8 +213,8 @@ TEST_F(BatchQueueTest, ADeviceThatServesASubsetSeesOnlyItsOperators) {
 
 TEST(BatchQueueLimitsTest, LimitsBelowTheirMinimumAreRaisedToIt) {
   BatchQueue queue(BatchLimits{0, 0, -absl::Seconds(1)});
-  TestDevice device("test:0");
-  std::shared_ptr<Job> job = NewJob(ScanOf(kF32, {3}, 1))->job;
+  t::TestDevice device("test:0");
+  std::shared_ptr<Job> job = t::NewJob(t::ScanOf(kF32, {3}, 1))->job;
   job->enqueue_time = kT0;
   queue.Add(job, CompatibilityKey::For(job->operation), 12);
   // One job fills a batch of at most one, which a busy device may take.
@@ -230,7 +225,7 @@ TEST(BatchQueueLimitsTest, LimitsBelowTheirMinimumAreRaisedToIt) {
 // The test build checks the written contracts (kernels/core/check.h).
 TEST(BatchQueueContractsTest, RequeueingAnEmptyBatchStopsTheProcess) {
   BatchQueue queue(BatchLimits{});
-  std::shared_ptr<Job> job = NewJob(ScanOf(kF32, {3}, 1))->job;
+  std::shared_ptr<Job> job = t::NewJob(t::ScanOf(kF32, {3}, 1))->job;
   EXPECT_DEATH(queue.Requeue(std::make_unique<Batch>(CompatibilityKey::For(job->operation))),
                "DMLSERVE_DCHECK failed: batch != nullptr && !batch->jobs.empty\\(\\)");
 }

@@ -152,6 +152,21 @@ class SchedulerTest : public ::testing::Test {
     return blocker;
   }
 
+  // Device 0 of two fails its next batch: two batches of different types are
+  // submitted while device 1 is held, so device 1 takes one and device 0
+  // gets the other and fails; then device 1 is released. Returns both jobs,
+  // finished.
+  std::vector<std::shared_ptr<Submitted>> FailDevice0UnderTwoBatches() {
+    devices_[0]->FailNext(1);
+    devices_[1]->Hold();
+    std::vector<std::shared_ptr<Submitted>> jobs = {Submit(ScanOf(kF32, {4}, 1)),
+                                                    Submit(ScanOf(DataType::kInt32, {4}, 2))};
+    EXPECT_TRUE(observer_.AwaitDeviceRemoved());
+    devices_[1]->Release();
+    for (auto& job : jobs) EXPECT_TRUE(job->Await());
+    return jobs;
+  }
+
   // The tags of every batch a device ran, in order.
   static std::vector<std::vector<float>> Tags(const std::vector<std::vector<Operation>>& batches) {
     std::vector<std::vector<float>> tags;
@@ -475,19 +490,9 @@ TEST_F(SchedulerTest, ShutdownRunsEveryAdmittedJob) {
 
 TEST_F(SchedulerTest, AFailedDeviceIsRemovedAndItsJobsRunElsewhere) {
   Start(Options(), /*device_count=*/2);
-  devices_[0]->FailNext(1);
-  devices_[1]->Hold();
-  // Two batches (different types): the held device can take only one, so the
-  // failing one gets a batch.
-  auto f32 = Submit(ScanOf(kF32, {4}, 1));
-  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
-  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
-  devices_[1]->Release();
-  ASSERT_TRUE(f32->Await());
-  ASSERT_TRUE(i32->Await());
-  for (auto* job : {&f32, &i32}) {
-    ExpectCorrectScan(**job);
-    EXPECT_EQ((*job)->result.info.device, "test:1");
+  for (auto& job : FailDevice0UnderTwoBatches()) {
+    ExpectCorrectScan(*job);
+    EXPECT_EQ(job->result.info.device, "test:1");
   }
   EXPECT_THAT(observer_.removed(), ElementsAre("test:0"));
   EXPECT_EQ(devices_[0]->attempted().size(), 1u);
@@ -574,14 +579,7 @@ TEST_F(SchedulerTest, WithoutReprobingAFailedDeviceStaysOut) {
   options.reprobe_interval = absl::ZeroDuration();
   Start(options, /*device_count=*/2);
   devices_[0]->RecoverWith(absl::OkStatus());
-  devices_[0]->FailNext(1);
-  devices_[1]->Hold();
-  auto f32 = Submit(ScanOf(kF32, {4}, 1));
-  auto i32 = Submit(ScanOf(DataType::kInt32, {4}, 2));
-  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
-  devices_[1]->Release();
-  ASSERT_TRUE(f32->Await());
-  ASSERT_TRUE(i32->Await());
+  FailDevice0UnderTwoBatches();
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(devices_[0]->recover_calls(), 0);
   EXPECT_FALSE(scheduler_->devices()[0].healthy);

@@ -118,31 +118,48 @@ TEST_F(ServerInfoTest, HealthCheckReportsServing) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+namespace reflection = grpc::reflection::v1alpha;
+using ReflectionStream = grpc::ClientReaderWriter<reflection::ServerReflectionRequest,
+                                                  reflection::ServerReflectionResponse>;
+
+// The services the server lists through reflection (empty on a broken stream).
+std::vector<std::string> ListedServices(ReflectionStream& stream) {
+  reflection::ServerReflectionRequest list;
+  list.set_list_services("");
+  reflection::ServerReflectionResponse response;
+  std::vector<std::string> services;
+  if (!stream.Write(list) || !stream.Read(&response)) return services;
+  for (const auto& service : response.list_services_response().service()) {
+    services.push_back(service.name());
+  }
+  return services;
+}
+
+// The serialized FileDescriptorProtos that define `symbol` and what it
+// imports (empty when the server sends none).
+std::vector<std::string> FilesContaining(ReflectionStream& stream, const std::string& symbol) {
+  reflection::ServerReflectionRequest request;
+  request.set_file_containing_symbol(symbol);
+  reflection::ServerReflectionResponse response;
+  if (!stream.Write(request) || !stream.Read(&response)) return {};
+  const auto& files = response.file_descriptor_response().file_descriptor_proto();
+  return std::vector<std::string>(files.begin(), files.end());
+}
+
 TEST_F(ServerInfoTest, ReflectionListsServicesAndDescribesTheApi) {
-  namespace reflection = grpc::reflection::v1alpha;
   auto stub = reflection::ServerReflection::NewStub(channel_);
   auto context = MakeContext();
   auto stream = stub->ServerReflectionInfo(context.get());
 
-  reflection::ServerReflectionRequest list;
-  list.set_list_services("");
-  ASSERT_TRUE(stream->Write(list));
-  reflection::ServerReflectionResponse response;
-  ASSERT_TRUE(stream->Read(&response));
-  std::vector<std::string> services;
-  for (const auto& service : response.list_services_response().service()) {
-    services.push_back(service.name());
-  }
+  const std::vector<std::string> services = ListedServices(*stream);
   EXPECT_THAT(services, Contains("dmlserve.v1.OperatorService"));
   EXPECT_THAT(services, Contains("grpc.health.v1.Health"));
 
-  reflection::ServerReflectionRequest symbol;
-  symbol.set_file_containing_symbol("dmlserve.v1.OperatorService");
-  ASSERT_TRUE(stream->Write(symbol));
-  ASSERT_TRUE(stream->Read(&response));
-  ASSERT_TRUE(response.has_file_descriptor_response()) << response.DebugString();
+  const std::vector<std::string> descriptors =
+      FilesContaining(*stream, "dmlserve.v1.OperatorService");
+  ASSERT_FALSE(descriptors.empty());
   std::vector<std::string> files;
-  for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
+  for (const std::string& bytes : descriptors) {
     google::protobuf::FileDescriptorProto file;
     ASSERT_TRUE(file.ParseFromString(bytes));
     files.push_back(file.name());
@@ -156,28 +173,16 @@ TEST_F(ServerInfoTest, ReflectionListsServicesAndDescribesTheApi) {
 // KServe protocol; its descriptors come from the server's reflection, the
 // request is JSON, the call goes through a generic stub.
 TEST_F(ServerInfoTest, AReflectionOnlyClientRunsKServeModelInferFromJson) {
-  namespace reflection = grpc::reflection::v1alpha;
   auto stub = reflection::ServerReflection::NewStub(channel_);
   auto context = MakeContext();
   auto stream = stub->ServerReflectionInfo(context.get());
-  reflection::ServerReflectionRequest list;
-  list.set_list_services("");
-  ASSERT_TRUE(stream->Write(list));
-  reflection::ServerReflectionResponse response;
-  ASSERT_TRUE(stream->Read(&response));
-  std::vector<std::string> services;
-  for (const auto& service : response.list_services_response().service()) {
-    services.push_back(service.name());
-  }
-  ASSERT_THAT(services, Contains("inference.GRPCInferenceService"));
+  ASSERT_THAT(ListedServices(*stream), Contains("inference.GRPCInferenceService"));
 
-  reflection::ServerReflectionRequest symbol;
-  symbol.set_file_containing_symbol("inference.GRPCInferenceService");
-  ASSERT_TRUE(stream->Write(symbol));
-  ASSERT_TRUE(stream->Read(&response));
-  ASSERT_TRUE(response.has_file_descriptor_response()) << response.DebugString();
+  const std::vector<std::string> descriptors =
+      FilesContaining(*stream, "inference.GRPCInferenceService");
+  ASSERT_FALSE(descriptors.empty());
   google::protobuf::DescriptorPool pool;
-  for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
+  for (const std::string& bytes : descriptors) {
     google::protobuf::FileDescriptorProto file;
     ASSERT_TRUE(file.ParseFromString(bytes));
     ASSERT_NE(pool.BuildFile(file), nullptr) << file.name();
