@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -17,8 +16,8 @@
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
 #include "kernels/cpu/cpu_device.h"
-#include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
+#include "tests/reference/conformance.h"
 #include "tests/reference/reference.h"
 #include "tests/scheduler/test_device.h"
 #include "tests/scheduler/test_jobs.h"
@@ -28,104 +27,21 @@ namespace {
 
 using ::dmlserve::testing::NewJob;
 using ::dmlserve::testing::Submitted;
-using json = nlohmann::json;
 
-DataType ParseDataType(const std::string& name) {
-  for (int value = 1; value <= kMaxDataTypeValue; ++value) {
-    if (DataTypeName(static_cast<DataType>(value)) == name) return static_cast<DataType>(value);
-  }
-  return DataType::kUnknown;
-}
-
-template <typename T>
-void Fill(const json& values, Tensor& tensor) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    tensor.mutable_data_as<T>()[i] = values[i].get<T>();
-  }
-}
-
-// {"data_type", "sizes", "values"} to a tensor; absent when `field` is missing.
-Tensor ParseTensor(const json& example, const std::string& field) {
-  if (!example.contains(field)) return Tensor();
-  const json& spec = example[field];
-  Shape sizes;
-  for (const json& size : spec["sizes"]) sizes.push_back(size.get<uint32_t>());
-  Tensor tensor = Tensor::Allocate(ParseDataType(spec["data_type"].get<std::string>()), sizes);
-  switch (tensor.data_type) {
-    case DataType::kFloat32:
-      Fill<float>(spec["values"], tensor);
-      break;
-    case DataType::kInt8:
-      Fill<int8_t>(spec["values"], tensor);
-      break;
-    case DataType::kUint8:
-      Fill<uint8_t>(spec["values"], tensor);
-      break;
-    default:
-      ADD_FAILURE() << "unexpected type in " << field;
-  }
-  return tensor;
-}
-
-struct Example {
-  std::string name;
-  Operation operation;
-  Tensor expected;
-};
+using Example = reference::ConformanceCase;
 
 // Every conformance example. Matrix multiplies get their B registered under
 // `registered_prefix` + name, so copies of one example share a batch.
 std::vector<Example> LoadExamples(const std::string& registered_prefix) {
-  std::vector<Example> examples;
-  for (const char* file : {"seed_examples.json", "qlinear_matmul_examples.json"}) {
-    std::ifstream stream(absl::StrCat(DMLSERVE_CONFORMANCE_DIR, "/", file));
-    EXPECT_TRUE(stream.good()) << file;
-    const json document = json::parse(stream);
-    for (const json& example : document["cases"]) {
-      Example parsed;
-      parsed.name = example["name"].get<std::string>();
-      parsed.expected = ParseTensor(example, "expected");
-      const std::string op = example["operator"].get<std::string>();
-      if (op == "quantized_linear_matrix_multiply") {
-        QuantizedMatMulTensors tensors;
-        tensors.a = ParseTensor(example, "a");
-        tensors.a_scale = ParseTensor(example, "a_scale");
-        tensors.a_zero_point = ParseTensor(example, "a_zero_point");
-        tensors.b = ParseTensor(example, "b");
-        tensors.b.set_registered_id(registered_prefix + parsed.name);
-        tensors.b_scale = ParseTensor(example, "b_scale");
-        tensors.b_zero_point = ParseTensor(example, "b_zero_point");
-        tensors.output_scale = ParseTensor(example, "output_scale");
-        tensors.output_zero_point = ParseTensor(example, "output_zero_point");
-        const DataType output_type =
-            example.contains("output_data_type")
-                ? ParseDataType(example["output_data_type"].get<std::string>())
-                : DataType::kUnknown;
-        absl::StatusOr<QuantizedMatMulOperation> matmul =
-            MakeQuantizedMatMulOperation(std::move(tensors), output_type);
-        EXPECT_TRUE(matmul.ok()) << parsed.name << ": " << matmul.status();
-        if (!matmul.ok()) continue;
-        parsed.operation = *std::move(matmul);
-      } else {
-        const OperatorKind kind = op == "cumulative_summation" ? OperatorKind::kCumulativeSummation
-                                                               : OperatorKind::kCumulativeProduct;
-        const bool exclusive = example.value("has_exclusive_sum", false) ||
-                               example.value("has_exclusive_product", false);
-        const AxisDirection direction =
-            example["axis_direction"].get<std::string>() == "AXIS_DIRECTION_DECREASING"
-                ? AxisDirection::kDecreasing
-                : AxisDirection::kIncreasing;
-        absl::StatusOr<ScanOperation> scan =
-            MakeScanOperation(kind, ParseTensor(example, "input"), example["axis"].get<uint32_t>(),
-                              direction, exclusive);
-        EXPECT_TRUE(scan.ok()) << parsed.name << ": " << scan.status();
-        if (!scan.ok()) continue;
-        parsed.operation = *std::move(scan);
-      }
-      examples.push_back(std::move(parsed));
+  absl::StatusOr<std::vector<Example>> examples = reference::LoadConformanceCases();
+  EXPECT_TRUE(examples.ok()) << examples.status();
+  if (!examples.ok()) return {};
+  for (Example& example : *examples) {
+    if (auto* matmul = std::get_if<QuantizedMatMulOperation>(&example.operation)) {
+      matmul->b.set_registered_id(registered_prefix + example.name);
     }
   }
-  return examples;
+  return *std::move(examples);
 }
 
 void ExpectOutput(const Submitted& submitted, const Tensor& expected, const std::string& what) {
