@@ -5,7 +5,8 @@
 namespace dmlserve::d3d12 {
 
 absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12Device> device,
-                                                                 int contexts) {
+                                                                 int contexts,
+                                                                 const CommandListWrapper& wrap) {
   if (contexts < 1) return absl::InvalidArgumentError("a command ring needs at least one context");
   std::unique_ptr<CommandRing> ring(new CommandRing);
   ring->device_ = std::move(device);
@@ -35,6 +36,7 @@ absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12De
     // Lists are born open; Acquire() expects them closed.
     hr = context->list_->Close();
     if (FAILED(hr)) return HResultError(hr, "ID3D12GraphicsCommandList::Close");
+    if (wrap) context->recording_list_ = wrap(context->list_);
     ring->contexts_.push_back(std::move(context));
   }
   return ring;

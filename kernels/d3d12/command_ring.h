@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,18 +24,30 @@
 
 namespace dmlserve::d3d12 {
 
+// Stands in for a context's command list while batches record into it, e.g.
+// a proxy that counts the calls (bench/d3d12_report.cc measures copies and
+// barriers per batch with one). Returns the object to record into; it must
+// forward every call to `list`. The ring still closes, resets and executes
+// `list` itself, so a proxy never reaches the queue.
+using CommandListWrapper =
+    std::function<ComPtr<ID3D12GraphicsCommandList>(ComPtr<ID3D12GraphicsCommandList> list)>;
+
 class CommandRing {
  public:
   // A command allocator and list, and the event that waits for their last
   // submission: what one batch records into while it holds the context.
   class CommandContext {
    public:
-    ID3D12GraphicsCommandList* list() const { return list_.get(); }
+    // What the batch records into: the list, or its wrapper.
+    ID3D12GraphicsCommandList* list() const {
+      return recording_list_ ? recording_list_.get() : list_.get();
+    }
 
    private:
     friend class CommandRing;
     ComPtr<ID3D12CommandAllocator> allocator_;
     ComPtr<ID3D12GraphicsCommandList> list_;
+    ComPtr<ID3D12GraphicsCommandList> recording_list_;  // null without a wrapper
     FenceEvent event_;
     uint64_t last_fence_value_ = 0;  // of the context's last submission
     bool in_use_ = false;
@@ -59,8 +72,10 @@ class CommandRing {
     CommandContext* context_;
   };
 
+  // `wrap` (may be empty) wraps each context's list (see CommandListWrapper).
   static absl::StatusOr<std::unique_ptr<CommandRing>> Create(ComPtr<ID3D12Device> device,
-                                                             int contexts);
+                                                             int contexts,
+                                                             const CommandListWrapper& wrap = {});
 
   // Blocks until a context is free and its previous submission complete, then
   // resets it for recording.

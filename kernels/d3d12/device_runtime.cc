@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
       std::make_unique<PipelineCache>(device, std::move(*root_signature), std::move(kernels));
 
   absl::StatusOr<std::unique_ptr<CommandRing>> commands =
-      CommandRing::Create(device, std::max(1, options.inflight_batches));
+      CommandRing::Create(device, std::max(1, options.inflight_batches), options.wrap_command_list);
   if (!commands.ok()) return commands.status();
   parts->commands = std::move(*commands);
   parts->health = std::make_unique<DeviceHealth>(options.name);

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/d3d12/com_ptr.h"
+#include "kernels/d3d12/command_ring.h"
 #include "kernels/d3d12/d3d12_api.h"
 #include "kernels/d3d12/kernel_library.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
@@ -32,6 +33,9 @@ struct RuntimeOptions {
   uint64_t staging_initial_bytes = uint64_t{1} << 20;
   // Idle pooled buffers kept for reuse beyond this are freed.
   uint64_t pool_max_idle_bytes = uint64_t{512} << 20;
+  // Tools only (bench/d3d12_report.cc): what batches record into instead of
+  // the command lists themselves (see CommandListWrapper). Empty in serving.
+  CommandListWrapper wrap_command_list;
 };
 
 // Counters for tests and diagnostics.

@@ -64,7 +64,11 @@ std::string RegisterName(uint32_t type) {
   }
 }
 
-bool ReadOperand(Reader& in, std::string* out) {
+// `components` (may be null) receives how many components the operand
+// names when it is a destination: its write-mask bits, 1 for a scalar, 0 for
+// null and immediates.
+bool ReadOperand(Reader& in, std::string* out, int* components) {
+  if (components != nullptr) *components = 0;
   uint32_t token;
   if (!in.Next(&token)) return false;
   std::string prefix, suffix;
@@ -100,7 +104,7 @@ bool ReadOperand(Reader& in, std::string* out) {
     }
     std::string relative;
     if (rep == kIndexRelative || rep == kIndexImmediate32PlusRelative) {
-      if (!ReadOperand(in, &relative)) return false;
+      if (!ReadOperand(in, &relative, nullptr)) return false;
     }
     if (d == 0) {
       absl::StrAppend(&text, index);
@@ -110,8 +114,12 @@ bool ReadOperand(Reader& in, std::string* out) {
       absl::StrAppend(&text, "[", relative, " + ", index, "]");
     }
   }
+  if (components != nullptr && num_components == 1) *components = 1;
   if (num_components == 2) {
     const uint32_t bits = (token >> kOperandComponentsShift) & 0xff;
+    if (components != nullptr && mode == kSelectionMask) {
+      for (int i = 0; i < 4; ++i) *components += (bits >> i) & 1;
+    }
     const char* xyzw = "xyzw";
     text += ".";
     if (mode == kSelectionMask) {
@@ -140,15 +148,12 @@ std::string SyncName(uint32_t controls) {
 
 }  // namespace
 
-absl::StatusOr<std::string> Disassemble(absl::Span<const uint32_t> program) {
+absl::StatusOr<std::vector<DisassembledInstruction>> DisassembleInstructions(
+    absl::Span<const uint32_t> program) {
   if (program.size() < 2 || program[1] > program.size()) {
     return absl::InvalidArgumentError("truncated program");
   }
-  const uint32_t version = program[0];
-  std::string out;
-  absl::StrAppend(&out, (version >> 16) == 5 ? "cs" : absl::StrCat("type", version >> 16), "_",
-                  (version >> 4) & 0xf, "_", version & 0xf, "\n");
-  int depth = 0;
+  std::vector<DisassembledInstruction> instructions;
   size_t pos = 2;
   const size_t end = program[1];
   while (pos < end) {
@@ -161,15 +166,22 @@ absl::StatusOr<std::string> Disassemble(absl::Span<const uint32_t> program) {
     Reader in(program.subspan(pos + 1, length - 1));
     const OpcodeInfo* info = FindOpcodeInfo(opcode);
     const uint32_t controls = token & ~kOpcodeMask & ~(kMaxInstructionLength << 24);
-    std::string name = info ? std::string(info->name) : absl::StrFormat("opcode_0x%02x", opcode);
+    DisassembledInstruction instruction;
+    instruction.opcode = opcode;
+    std::string& name = instruction.name;
+    name = info ? std::string(info->name) : absl::StrFormat("opcode_0x%02x", opcode);
     const Opcode op = static_cast<Opcode>(opcode);
-    if (op == Opcode::kEndif || op == Opcode::kEndloop || op == Opcode::kElse) --depth;
-    std::string line(2 * std::max(depth, 0), ' ');
-    std::vector<std::string> operands;
+    std::vector<std::string>& operands = instruction.operands;
+    // Destinations come first (OpcodeInfo::num_dst of them).
     auto read_all = [&]() -> bool {
+      const int destinations = info ? info->num_dst : 0;
       while (!in.done()) {
         std::string text;
-        if (!ReadOperand(in, &text)) return false;
+        int components = 0;
+        if (!ReadOperand(in, &text, &components)) return false;
+        if (static_cast<int>(operands.size()) < destinations) {
+          instruction.components_written += components;
+        }
         operands.push_back(text);
       }
       return true;
@@ -189,7 +201,7 @@ absl::StatusOr<std::string> Disassemble(absl::Span<const uint32_t> program) {
       case Opcode::kDclTgsmRaw: {
         std::string reg;
         uint32_t bytes = 0;
-        ok = ReadOperand(in, &reg) && in.Next(&bytes);
+        ok = ReadOperand(in, &reg, nullptr) && in.Next(&bytes);
         operands = {reg, absl::StrCat(bytes)};
         break;
       }
@@ -228,13 +240,31 @@ absl::StatusOr<std::string> Disassemble(absl::Span<const uint32_t> program) {
         break;
     }
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("bad operand at token ", pos));
-    line += name;
-    for (size_t i = 0; i < operands.size(); ++i) {
-      absl::StrAppend(&line, i ? ", " : " ", operands[i]);
+    instructions.push_back(std::move(instruction));
+    pos += length;
+  }
+  return instructions;
+}
+
+absl::StatusOr<std::string> Disassemble(absl::Span<const uint32_t> program) {
+  absl::StatusOr<std::vector<DisassembledInstruction>> instructions =
+      DisassembleInstructions(program);
+  if (!instructions.ok()) return instructions.status();
+  const uint32_t version = program[0];
+  std::string out;
+  absl::StrAppend(&out, (version >> 16) == 5 ? "cs" : absl::StrCat("type", version >> 16), "_",
+                  (version >> 4) & 0xf, "_", version & 0xf, "\n");
+  int depth = 0;
+  for (const DisassembledInstruction& instruction : *instructions) {
+    const Opcode op = static_cast<Opcode>(instruction.opcode);
+    if (op == Opcode::kEndif || op == Opcode::kEndloop || op == Opcode::kElse) --depth;
+    std::string line(2 * std::max(depth, 0), ' ');
+    line += instruction.name;
+    for (size_t i = 0; i < instruction.operands.size(); ++i) {
+      absl::StrAppend(&line, i ? ", " : " ", instruction.operands[i]);
     }
     out += line + "\n";
     if (op == Opcode::kIf || op == Opcode::kLoop || op == Opcode::kElse) ++depth;
-    pos += length;
   }
   return out;
 }

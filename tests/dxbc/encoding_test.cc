@@ -8,6 +8,7 @@
 // and vkd3d's test shaders, the spike's comparison).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -298,6 +299,32 @@ TEST(AssemblerTest, DeclaresTempsAndAppendsRet) {
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_THAT(*text, ::testing::HasSubstr("dcl_temps 5"));
   EXPECT_THAT(*text, ::testing::HasSubstr("mov r4.x, l(1)"));
+}
+
+TEST(DisassemblerTest, InstructionsCountTheComponentsTheyWrite) {
+  TestAssembler a;
+  using A = Assembler;
+  a.imad(A::r(0), A::r(1), A::r(2), A::r(0));                  // 4 components
+  a.iadd(A::r(0).xy(), A::r(0).xy(), A::l(1, 1, 1, 1));        // 2
+  a.imul(A::null(), A::r(3).x(), A::r(1).x(), A::r(2).x());    // null + 1
+  a.udiv(A::r(4).x(), A::r(5).x(), A::r(1).x(), A::r(2).x());  // 1 + 1
+  a.loop();
+  a.endloop();
+  absl::StatusOr<std::vector<uint32_t>> program = a.Program();
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<std::vector<DisassembledInstruction>> instructions =
+      DisassembleInstructions(*program);
+  ASSERT_TRUE(instructions.ok()) << instructions.status();
+  std::vector<std::string> names;
+  std::vector<int> written;
+  for (const DisassembledInstruction& instruction : *instructions) {
+    if (instruction.name.rfind("dcl_", 0) == 0) continue;
+    names.push_back(instruction.name);
+    written.push_back(instruction.components_written);
+  }
+  EXPECT_THAT(names, ElementsAre("imad", "iadd", "imul", "udiv", "loop", "endloop", "ret"));
+  EXPECT_THAT(written, ElementsAre(4, 2, 1, 2, 0, 0, 0));
+  EXPECT_EQ((*instructions)[instructions->size() - 5].operands[0], "null");
 }
 
 TEST(AssemblerTest, NewTempSkipsUsedRegisters) {
