@@ -217,7 +217,8 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     return FlagError("max_batch_size", config.scheduler.batch.max_batch_size, "must be at least 1");
   }
   if (config.scheduler.batch.max_batch_bytes < 1) {
-    return FlagError("max_batch_bytes", config.scheduler.batch.max_batch_bytes, "must be at least 1");
+    return FlagError("max_batch_bytes", config.scheduler.batch.max_batch_bytes,
+                     "must be at least 1");
   }
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {
