@@ -238,8 +238,10 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
 }
 
 // Copies output rows [first_row, first_row + rows) (N4 words each) into the
-// job's tensor, dropping the padding of each row.
-absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
+// job's tensor, dropping the padding of each row. When the job is the
+// output buffer's `sole_reader` and its rows have no padding (N a multiple
+// of 4), the read-back bytes become the tensor's as they are, uncopied.
+absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool sole_reader,
                        std::vector<std::string>& outputs) {
   const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
   const uint64_t rows = uint64_t{op.batch} * op.channel * op.m;
@@ -247,10 +249,17 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row,
   if (output >= outputs.size() || outputs[output].size() < (first_row + rows) * row_bytes) {
     return absl::InternalError("matmul output missing from the read-back buffers");
   }
-  std::shared_ptr<Buffer> bytes = Buffer::Uninitialized(rows * op.n);
-  const char* src = outputs[output].data() + first_row * row_bytes;
-  for (uint64_t r = 0; r < rows; ++r) {
-    std::memcpy(bytes->data() + r * op.n, src + r * row_bytes, op.n);
+  std::shared_ptr<Buffer> bytes;
+  if (sole_reader && first_row == 0 && row_bytes == op.n) {
+    std::string& read_back = outputs[output];
+    read_back.resize(rows * op.n);  // shrinks in place: no copy
+    bytes = Buffer::Adopt(std::move(read_back));
+  } else {
+    bytes = Buffer::Uninitialized(rows * op.n);
+    const char* src = outputs[output].data() + first_row * row_bytes;
+    for (uint64_t r = 0; r < rows; ++r) {
+      std::memcpy(bytes->data() + r * op.n, src + r * row_bytes, op.n);
+    }
   }
   item->output.data_type = op.output_data_type;
   item->output.sizes = op.output_sizes;
@@ -296,8 +305,9 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   builder.AddDispatch(0, std::move(d));
   uint64_t first_row = 0;
   for (WorkItem* item : items) {
-    builder.AddFinisher([item, out, first_row](std::vector<std::string>& outputs) {
-      return FinishJob(item, out, first_row, outputs);
+    const bool sole_reader = items.size() == 1;
+    builder.AddFinisher([item, out, first_row, sole_reader](std::vector<std::string>& outputs) {
+      return FinishJob(item, out, first_row, sole_reader, outputs);
     });
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     first_row += uint64_t{op.a_batch} * op.a_channel * op.m;
@@ -376,7 +386,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
     builder.AddFinisher([item, out](std::vector<std::string>& outputs) {
-      return FinishJob(item, out, 0, outputs);
+      return FinishJob(item, out, 0, /*sole_reader=*/true, outputs);
     });
   }
 }
