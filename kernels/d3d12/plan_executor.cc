@@ -63,6 +63,16 @@ class StateTracker {
     pending_.push_back(barrier);
     it->second = state;
   }
+  // Orders every UAV write recorded so far before what follows (a stage
+  // boundary). Issued with the next flush's transitions, so that a stage
+  // boundary costs one ResourceBarrier call, not two; it goes first in that
+  // call.
+  void RequireUavBarrier() {
+    D3D12_RESOURCE_BARRIER barrier = {};
+    barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV;
+    barrier.UAV.pResource = nullptr;  // every UAV write so far
+    pending_.push_back(barrier);
+  }
   void Flush(ID3D12GraphicsCommandList* list) {
     if (pending_.empty()) return;
     list->ResourceBarrier(static_cast<UINT>(pending_.size()), pending_.data());
@@ -289,12 +299,9 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
     if (dispatch.groups_x > 0 && dispatch.groups_y > 0 && dispatch.groups_z > 0) {
       list->Dispatch(dispatch.groups_x, dispatch.groups_y, dispatch.groups_z);
     }
-    if (dispatch.barrier_after) {
-      D3D12_RESOURCE_BARRIER barrier = {};
-      barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV;
-      barrier.UAV.pResource = nullptr;  // every UAV write so far
-      list->ResourceBarrier(1, &barrier);
-    }
+    // Flushed before the next dispatch or the read-back copies, with
+    // their transitions.
+    if (dispatch.barrier_after) states.RequireUavBarrier();
   }
 
   // Outputs to the readback ring.
