@@ -73,8 +73,7 @@ def section_paths(root):
         fail(f"docs/architecture.md has no '{SECTION}' section")
     end = text.find("\n#", start + len(SECTION))
     section = text[start:end if end >= 0 else len(text)]
-    return {p.rstrip("/") + ("/" if p.endswith("/") else "")
-            for p in re.findall(r"`((?:proto|server|scheduler|kernels|tests)/[^`\s]+)`", section)}
+    return set(re.findall(r"`((?:proto|server|scheduler|kernels|tests)/[^`\s]+)`", section))
 
 
 def check_docs(root, files):
