@@ -1,5 +1,8 @@
 #include "kernels/d3d12/shaders/kernel_registry.h"
 
+#include <string>
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/d3d12/shaders/kernel_abi.h"
@@ -17,9 +20,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildKernel(const KernelKey& key) {
     return BuildScanKernel(*spec);
   }
   if (absl::StartsWith(key, "qmm.")) {
-    absl::StatusOr<QuantizedMatMulKernelSpec> spec = QuantizedMatMulKernelSpec::Parse(key);
-    if (!spec.ok()) return spec.status();
-    return BuildQuantizedMatMulKernel(*spec);
+    return BuildQuantizedMatMulKernelForKey(key);
   }
   return absl::NotFoundError(absl::StrCat("unknown kernel key: ", key));
 }
@@ -27,9 +28,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildKernel(const KernelKey& key) {
 std::vector<KernelKey> AllKernelKeys() {
   std::vector<KernelKey> keys;
   for (const ScanKernelSpec& spec : AllScanKernelSpecs()) keys.push_back(spec.Key());
-  for (const QuantizedMatMulKernelSpec& spec : AllQuantizedMatMulKernelSpecs()) {
-    keys.push_back(spec.Key());
-  }
+  for (std::string& key : AllQuantizedMatMulKernelKeys()) keys.push_back(std::move(key));
   return keys;
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "kernels/d3d12/shaders/kernel_assembler.h"
@@ -12,22 +13,117 @@ namespace {
 using dxbc::Operand;
 using Spec = QuantizedMatMulKernelSpec;
 
-constexpr const char* kShapeName = "t16x16m4n4k8";
+constexpr const char* kShapeName = "t16x16m8n8k16";
 constexpr uint32_t kGroupThreads = Spec::kThreadsX * Spec::kThreadsY;
-// Groupshared layout: A words at (kw * tile_m + row) * 4, then B words at
-// kBOffset + (kw * tile_n + column) * 4; a thread's 4 rows (columns) are 4
-// consecutive words, read with one ld_raw.
-constexpr uint32_t kBOffset = Spec::kStepWords * Spec::tile_m() * 4;
-constexpr uint32_t kSharedBytes = kBOffset + Spec::kStepWords * Spec::tile_n() * 4;
-static_assert(Spec::kMicroM == 4 && Spec::kMicroN == 4, "one vec4 per micro-tile row");
-static_assert(Spec::tile_m() * Spec::kStepWords % kGroupThreads == 0, "whole staging rounds");
-static_assert(Spec::tile_m() == Spec::tile_n(), "A and B staged in the same rounds");
+// Groupshared memory: two buffers (double buffering), each the centred int32
+// values of one K step, A then B, as [k][row] and [k][column]:
+//   buffer + k * kLineBytes + row * 4           (A)
+//   buffer + kBBytes + k * kLineBytes + col * 4 (B)
+constexpr uint32_t kLineBytes = Spec::tile_m() * 4;
+constexpr uint32_t kBBytes = Spec::kStepValues * kLineBytes;
+constexpr uint32_t kBufferBytes = 2 * kBBytes;
+constexpr uint32_t kSharedBytes = 2 * kBufferBytes;  // 32 KiB: D3D12's groupshared limit
+// A thread's rows are two runs of 4 (16 bytes each), half a tile apart.
+constexpr uint32_t kHalfTileBytes = Spec::tile_m() / 2 * 4;
+// Every thread stages half a row of A and half a column of B per step.
+constexpr uint32_t kStagedWords = Spec::kStepWords / 2;
+static_assert(Spec::tile_m() == Spec::tile_n(), "A and B share the staging layout");
+static_assert(2 * Spec::tile_m() == kGroupThreads, "two threads stage each row and column");
+static_assert(Spec::kMicroM == 8 && Spec::kMicroN == 8, "two vec4 runs per micro-tile side");
+static_assert(kSharedBytes <= 32768, "D3D12 allows 32 KiB of groupshared memory");
 
-const char* SignName(bool is_signed) { return is_signed ? "s8" : "u8"; }
+const char* TypeName(bool is_signed) { return is_signed ? "s8" : "u8"; }
 
-class QuantizedMatMulBuilder {
+const char* OutputName(QmmOutput output) {
+  switch (output) {
+    case QmmOutput::kInt8:
+      return "s8";
+    case QmmOutput::kUint8:
+      return "u8";
+    case QmmOutput::kInt32Partial:
+      return "i32";
+  }
+  return "?";
+}
+
+Operand C(int i) { return KernelAssembler::Constant(i); }
+
+// Requantizes 4 int32 sums of one output row into one output word and stores
+// it at `address` of u0 (round_ne(float(acc) * (a_scale * b_scale /
+// output_scale)) + output_zp, saturated). `row_params` is the row's entry
+// (a_scale, output_scale, a_zp, output_zp), `b_scale` the 4 columns' scales.
+// Shared by qmm.gemm and qmm.reduce, so both round identically.
+void EmitRequantizeWord(KernelAssembler& a, const Operand& acc, const Operand& row_params,
+                        const Operand& b_scale, bool output_signed, const Operand& address) {
+  using A = KernelAssembler;
+  const Operand t = A::r(a.NewTemp()), value = A::r(a.NewTemp()), scale = A::r(a.NewTemp());
+  const Operand down = A::r(a.NewTemp()), up = A::r(a.NewTemp());
+  const Operand factor = A::r(a.NewTemp()), unscale = A::r(a.NewTemp());
+  // Scales are any finite floats, so a_scale * b_scale may leave float32's
+  // range while the ratio does not: then a_scale is pre-scaled by 2^-64 (or
+  // 2^64) and the ratio scaled back, which is exact and leaves the in-range
+  // arithmetic unchanged.
+  a.mul(scale, row_params.x(), b_scale);
+  a.ge(down, scale.abs(), A::lf(0x1p100f));
+  a.lt(up, scale.abs(), A::lf(0x1p-100f));
+  a.lt(t.x(), row_params.x().abs(), A::lf(0x1p64f));
+  a.and_(up, up, t.sel("xxxx"));  // else b_scale is 0 (2^64 * a_scale could be inf)
+  a.movc(factor, down, A::lf(0x1p-64f), A::lf(1.0f));
+  a.movc(factor, up, A::lf(0x1p64f), factor);
+  a.movc(unscale, down, A::lf(0x1p64f), A::lf(1.0f));
+  a.movc(unscale, up, A::lf(0x1p-64f), unscale);
+  a.mul(scale, row_params.x(), factor);
+  a.mul(scale, scale, b_scale);
+  // GPUs divide as x * rcp(y), and rcp(y) of an output scale of 2^126 or
+  // more is subnormal, which they flush to zero (an H100 through vkd3d
+  // answered 0 for 3 * 4 * 1e38 / 1e38). Both sides are scaled by 2^-64 when
+  // the output scale is that large: exact, and a numerator made subnormal by
+  // it only means a ratio below 2^-126, whose product with any int32
+  // accumulator rounds to 0 anyway.
+  a.ge(t, row_params.y().abs(), A::lf(0x1p64f));
+  a.movc(t, t, A::lf(0x1p-64f), A::lf(1.0f));
+  a.mul(scale, scale, t);
+  a.mul(t, row_params.y(), t);
+  a.div(scale, scale, t);
+  a.mul(scale, scale, unscale);
+  a.itof(value, acc);
+  a.mul(value, value, scale);
+  // 0 * inf (a ratio beyond float32) is NaN; the result is 0.
+  a.movc(value, acc, value, A::l(0, 0, 0, 0));
+  a.round_ne(value, value);
+  // ftoi of out-of-range values is undefined in SPIR-V: clamp first.
+  a.max(value, value, A::lf(-1073741824.0f));
+  a.min(value, value, A::lf(1073741824.0f));
+  a.ftoi(value, value);
+  a.iadd(value, value, row_params.w());
+  a.imax(value, value, A::l(output_signed ? -128 : 0));
+  a.imin(value, value, A::l(output_signed ? 127 : 255));
+  a.and_(value, value, A::l(255, 255, 255, 255));
+  a.ishl(value, value, A::l(0, 8, 16, 24));
+  a.or_(value.xy(), value.xy(), value.zw());
+  a.or_(value.x(), value.x(), value.y());
+  a.store_raw(A::u(0).x(), address, value.x());
+}
+
+// Loads the 4 column parameters of columns column0..column0+3 (those below
+// N; zero past it): b_scale into `scale`.
+void EmitColumnScales(KernelAssembler& a, const Operand& column0, const Operand& scale) {
+  using A = KernelAssembler;
+  a.mov(scale, A::l(0, 0, 0, 0));
+  const Operand column = a.Scalar(), address = a.Scalar(), params = A::r(a.NewTemp());
+  for (uint32_t j = 0; j < 4; ++j) {
+    a.iadd(column, column0, A::l(j));
+    a.IfUnsignedLess(column, C(kQmmConstColumns));
+    a.ishl(address, column, A::l(3));
+    a.ld_raw(params.x(), address, A::t(3));
+    a.mov(scale.sel(std::string(1, "xyzw"[j])), params.x());
+    a.endif();
+  }
+}
+
+class GemmBuilder {
  public:
-  QuantizedMatMulBuilder(KernelAssembler& a, const Spec& spec) : a_(a), spec_(spec) {}
+  GemmBuilder(KernelAssembler& a, const Spec& spec) : a_(a), spec_(spec) {}
 
   void Build() {
     using A = KernelAssembler;
@@ -40,244 +136,369 @@ class QuantizedMatMulBuilder {
 
     const Operand group = a_.Scalar();
     a_.LinearGroupIndex(group);
-    a_.IfUnsignedLess(group, A::Constant(kConstGroupCount));
+    a_.IfUnsignedLess(group, C(kConstGroupCount));
     LocateTile(group);
+    PrepareStaging();
     Accumulate();
-    Requantize();
+    if (spec_.output == QmmOutput::kInt32Partial) {
+      StorePartials();
+    } else {
+      Requantize();
+    }
     a_.endif();
     a_.ret();
   }
 
  private:
-  Operand C(int i) const { return KernelAssembler::Constant(i); }
-  Operand Vec() { return KernelAssembler::r(a_.NewTemp()); }
-  void Extract(const Operand& d, uint32_t byte, const Operand& words, bool is_signed) {
-    using A = KernelAssembler;
-    const int32_t offset = static_cast<int32_t>(8 * byte);
-    if (is_signed) {
-      a_.ibfe(d, A::l(8, 8, 8, 8), A::l(offset, offset, offset, offset), words);
-    } else {
-      a_.ubfe(d, A::l(8, 8, 8, 8), A::l(offset, offset, offset, offset), words);
-    }
-  }
+  bool partial() const { return spec_.output == QmmOutput::kInt32Partial; }
 
-  // Which slice and (tile_m, tile_n) block this group computes, and where its
-  // rows of A and columns of B start.
+  // Which slice (or split) and 128 x 128 block this group computes, and
+  // where its rows of A and columns of B start.
   void LocateTile(const Operand& group) {
     using A = KernelAssembler;
-    slice_ = a_.Scalar();
-    const Operand rest = a_.Scalar(), tile_m = a_.Scalar(), tile_n = a_.Scalar();
-    a_.udiv(slice_, rest, group, C(kQmmConstTilesPerSlice));
+    const Operand outer = a_.Scalar(), rest = a_.Scalar();
+    const Operand tile_m = a_.Scalar(), tile_n = a_.Scalar();
+    a_.udiv(outer, rest, group, C(kQmmConstTilesPerSlice));
     a_.udiv(tile_m, tile_n, rest, C(kQmmConstTilesN));
-    const Operand batch = a_.Scalar(), channel = a_.Scalar();
-    a_.udiv(batch, channel, slice_, C(kQmmConstChannels));
-    const Operand a_slice = a_.Scalar(), b_slice = a_.Scalar(), t = a_.Scalar();
-    a_.imul(t, channel, C(kQmmConstAChannelStride));
-    a_.imad(a_slice, batch, C(kQmmConstABatchStride), t);
-    a_.imul(t, channel, C(kQmmConstBChannelStride));
-    a_.imad(b_slice, batch, C(kQmmConstBBatchStride), t);
+    slice_ = a_.Scalar();
+    first_quad_ = a_.Scalar();
+    end_quad_ = a_.Scalar();
+    const Operand a_slice = a_.Scalar(), b_slice = a_.Scalar();
+    if (partial()) {
+      // One slice; the outer index is the split.
+      a_.mov(slice_, A::l(0));
+      a_.mov(a_slice, A::l(0));
+      a_.mov(b_slice, A::l(0));
+      split_ = outer;
+      a_.imul(first_quad_, split_, C(kQmmConstSplitQuads));
+      a_.iadd(end_quad_, first_quad_, C(kQmmConstSplitQuads));
+      a_.umin(end_quad_, end_quad_, C(kQmmConstDepthQuads));
+    } else {
+      a_.mov(slice_, outer);
+      const Operand batch = a_.Scalar(), channel = a_.Scalar(), t = a_.Scalar();
+      a_.udiv(batch, channel, slice_, C(kQmmConstChannels));
+      a_.imul(t, channel, C(kQmmConstAChannelStride));
+      a_.imad(a_slice, batch, C(kQmmConstABatchStride), t);
+      a_.imul(t, channel, C(kQmmConstBChannelStride));
+      a_.imad(b_slice, batch, C(kQmmConstBBatchStride), t);
+      a_.mov(first_quad_, A::l(0));
+      a_.mov(end_quad_, C(kQmmConstDepthQuads));
+    }
     m0_ = a_.Scalar();
     n0_ = a_.Scalar();
     a_.imul(m0_, tile_m, A::l(Spec::tile_m()));
     a_.imul(n0_, tile_n, A::l(Spec::tile_n()));
     a_row0_ = a_.Scalar();
-    b_column0_ = a_.Scalar();
+    b_slice_ = b_slice;
     a_.imad(a_row0_, a_slice, C(kQmmConstRows), m0_);
-    a_.imad(b_column0_, b_slice, C(kQmmConstColumns), n0_);
-    rows_left_ = a_.Scalar();
-    columns_left_ = a_.Scalar();
-    a_.ineg(t, m0_);
-    a_.iadd(rows_left_, C(kQmmConstRows), t);
-    a_.ineg(t, n0_);
-    a_.iadd(columns_left_, C(kQmmConstColumns), t);
   }
 
-  // Stages one matrix's words for this K step: thread f loads words
-  // f + 256 * s, as (row = index / 8, kw = index % 8).
-  void Stage(const Operand& kw0, const Operand& first_row, const Operand& rows_left,
-             const Operand& source, uint32_t shared_base) {
+  // Each thread stages, every step, words h*2 and h*2+1 of the step's quad
+  // of A row r and of B column r (r = flat % 128, h = flat / 128). Rows and
+  // columns past the matrix are clamped to its last one: their loads stay
+  // inside the buffer (root descriptors are not bounds-checked) and the
+  // values only reach outputs that are never stored.
+  void PrepareStaging() {
     using A = KernelAssembler;
     const Operand f = A::vThreadIDInGroupFlattened().x();
-    const uint32_t rounds = Spec::tile_m() * Spec::kStepWords / kGroupThreads;
-    for (uint32_t s = 0; s < rounds; ++s) {
-      const Operand index = a_.Scalar(), row = a_.Scalar(), kw = a_.Scalar();
-      a_.iadd(index, f, A::l(s * kGroupThreads));
-      a_.ushr(row, index, A::l(3));
-      a_.and_(kw, index, A::l(Spec::kStepWords - 1));
-      const Operand shared = a_.Scalar();
-      a_.imad(shared, kw, A::l(Spec::tile_m()), row);
-      a_.imad(shared, shared, A::l(4), A::l(shared_base));
-      a_.iadd(kw, kw, kw0);
-      const Operand in_rows = a_.Scalar(), in_depth = a_.Scalar(), word = a_.Scalar();
-      a_.ult(in_rows, row, rows_left);
-      a_.ult(in_depth, kw, C(kQmmConstDepthWords));
-      a_.and_(in_rows, in_rows, in_depth);
-      a_.mov(word, A::l(0));
-      // Root descriptors are not bounds-checked: only load inside the matrix.
-      a_.if_nz(in_rows);
-      const Operand address = a_.Scalar();
-      a_.iadd(address, first_row, row);
-      a_.imad(address, address, C(kQmmConstDepthWords), kw);
-      a_.ishl(address, address, A::l(2));
-      a_.ld_raw(word, address, source);
-      a_.endif();
-      a_.store_raw(A::g(0).x(), shared, word);
+    const Operand r = a_.Scalar(), h = a_.Scalar(), last = a_.Scalar();
+    a_.and_(r, f, A::l(Spec::tile_m() - 1));
+    a_.ushr(h, f, A::l(7));
+    static_assert(Spec::tile_m() == 128, "h = flat >> 7");
+    // A row: min(r, M - m0 - 1).
+    const Operand a_r = a_.Scalar(), b_r = a_.Scalar();
+    a_.iadd(last, C(kQmmConstRows), -m0_);
+    a_.iadd(last, last, A::l(-1));
+    a_.umin(a_r, r, last);
+    a_.iadd(last, C(kQmmConstColumns), -n0_);
+    a_.iadd(last, last, A::l(-1));
+    a_.umin(b_r, r, last);
+
+    // Zero points: the A row's from its row parameters, the B column's from
+    // the column parameters.
+    a_zp_ = a_.Scalar();
+    b_zp_ = a_.Scalar();
+    const Operand address = a_.Scalar(), params = KernelAssembler::r(a_.NewTemp());
+    a_.imad(address, slice_, C(kQmmConstRows), m0_);
+    a_.iadd(address, address, a_r);
+    a_.imul(address, address, C(kQmmConstRowParamBytes));
+    a_.iadd(address, address, A::l(8));
+    a_.ld_raw(params.x(), address, A::t(2));
+    a_.mov(a_zp_, params.x());
+    a_.iadd(address, n0_, b_r);
+    a_.imad(address, address, A::l(8), A::l(4));
+    a_.ld_raw(params.x(), address, A::t(3));
+    a_.mov(b_zp_, params.x());
+
+    // Global byte addresses of this thread's words of quad first_quad:
+    //   A: (a_row0 + a_r) * KQ * 16 + q * 16 + h * 8
+    //   B: ((b_slice * KQ + q) * N + n0 + b_r) * 16 + h * 8
+    a_address_ = a_.Scalar();
+    b_address_ = a_.Scalar();
+    b_step_ = a_.Scalar();
+    a_.iadd(a_address_, a_row0_, a_r);
+    a_.imul(a_address_, a_address_, C(kQmmConstDepthQuads));
+    a_.iadd(a_address_, a_address_, first_quad_);
+    a_.ishl(a_address_, a_address_, A::l(4));
+    a_.imad(a_address_, h, A::l(8), a_address_);
+    a_.imad(b_address_, b_slice_, C(kQmmConstDepthQuads), first_quad_);
+    a_.imul(b_address_, b_address_, C(kQmmConstColumns));
+    a_.iadd(b_address_, b_address_, n0_);
+    a_.iadd(b_address_, b_address_, b_r);
+    a_.ishl(b_address_, b_address_, A::l(4));
+    a_.imad(b_address_, h, A::l(8), b_address_);
+    a_.ishl(b_step_, C(kQmmConstColumns), A::l(4));
+
+    // Groupshared byte address of this thread's first staged value (k = h*8)
+    // in buffer 0: A at k * kLineBytes + r * 4, B kBBytes further.
+    store_base_ = a_.Scalar();
+    a_.imul(store_base_, h, A::l(kStagedWords * 4 * kLineBytes));
+    a_.imad(store_base_, r, A::l(4), store_base_);
+  }
+
+  // Loads this step's words into a_words_ / b_words_ and advances.
+  void LoadStep() {
+    using A = KernelAssembler;
+    a_.ld_raw(a_words_.xy(), a_address_, A::t(0));
+    a_.ld_raw(b_words_.xy(), b_address_, A::t(1));
+    a_.iadd(a_address_, a_address_, A::l(16));
+    a_.iadd(b_address_, b_address_, b_step_);
+  }
+
+  // Extracts the 8 values of `words`, centres them on `zp` and stores them in
+  // groupshared memory at `base` + k * kLineBytes, k = 0..7.
+  void StoreCentred(const Operand& words, bool is_signed, const Operand& zp, const Operand& base) {
+    using A = KernelAssembler;
+    const Operand address = a_.Scalar();
+    for (uint32_t w = 0; w < kStagedWords; ++w) {
+      const Operand word = words.sel(w == 0 ? "xxxx" : "yyyy");
+      if (is_signed) {
+        a_.ibfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+      } else {
+        a_.ubfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+      }
+      a_.iadd(values_, values_, -zp.sel("xxxx"));
+      for (uint32_t byte = 0; byte < 4; ++byte) {
+        const uint32_t k = w * 4 + byte;
+        if (k == 0) {
+          a_.store_raw(A::g(0).x(), base, values_.x());
+          continue;
+        }
+        a_.iadd(address, base, A::l(k * kLineBytes));
+        a_.store_raw(A::g(0).x(), address, values_.sel(std::string(1, "xyzw"[byte])));
+      }
     }
+  }
+
+  // Stages the loaded words into the buffer at byte offset `buffer`.
+  void StoreStep(const Operand& buffer) {
+    using A = KernelAssembler;
+    const Operand a_base = a_.Scalar(), b_base = a_.Scalar();
+    a_.iadd(a_base, store_base_, buffer);
+    a_.iadd(b_base, a_base, A::l(kBBytes));
+    StoreCentred(a_words_, spec_.a_signed, a_zp_, a_base);
+    StoreCentred(b_words_, spec_.b_signed, b_zp_, b_base);
   }
 
   void Accumulate() {
     using A = KernelAssembler;
     for (Operand& acc : acc_) {
-      acc = Vec();
+      acc = A::r(a_.NewTemp());
       a_.mov(acc, A::l(0, 0, 0, 0));
     }
-    row_sums_ = Vec();
-    column_sums_ = Vec();
-    a_.mov(row_sums_, A::l(0, 0, 0, 0));
-    a_.mov(column_sums_, A::l(0, 0, 0, 0));
-    const Operand a_words = Vec(), b_words = Vec(), a_values = Vec(), b_values = Vec();
-    const Operand a_shared = a_.Scalar(), b_shared = a_.Scalar(), address = a_.Scalar();
-    // This thread's 4 rows start at word ty * 4, its 4 columns at tx * 4.
-    a_.ishl(a_shared, A::vThreadIDInGroup().y(), A::l(4));
-    a_.imad(b_shared, A::vThreadIDInGroup().x(), A::l(16), A::l(kBOffset));
+    a_words_ = A::r(a_.NewTemp());
+    b_words_ = A::r(a_.NewTemp());
+    values_ = A::r(a_.NewTemp());
+    const Operand a_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
+    const Operand b_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
+    // This thread's rows start at byte ty * 16 of a line, its columns at
+    // kBBytes + tx * 16.
+    const Operand a_thread = a_.Scalar(), b_thread = a_.Scalar();
+    const Operand a_read = a_.Scalar(), b_read = a_.Scalar(), address = a_.Scalar();
+    const Operand buffer = a_.Scalar(), next = a_.Scalar(), quad = a_.Scalar();
+    const Operand more = a_.Scalar();
+    a_.ishl(a_thread, A::vThreadIDInGroup().y(), A::l(4));
+    a_.imad(b_thread, A::vThreadIDInGroup().x(), A::l(16), A::l(kBBytes));
 
-    const Operand kw0 = a_.Scalar();
-    a_.mov(kw0, A::l(0));
-    a_.LoopWhileUnsignedLess(kw0, C(kQmmConstDepthWords));
-    Stage(kw0, a_row0_, rows_left_, A::t(0), 0);
-    Stage(kw0, b_column0_, columns_left_, A::t(1), kBOffset);
+    // Prologue: the first step into buffer 0 (a split-K group may have no
+    // step: K quads past the end of K are not loaded).
+    a_.mov(buffer, A::l(0));
+    a_.IfUnsignedLess(first_quad_, end_quad_);
+    LoadStep();
+    StoreStep(buffer);
+    a_.endif();
     a_.sync_g_t();
-    for (uint32_t kw = 0; kw < Spec::kStepWords; ++kw) {
-      a_.iadd(address, a_shared, A::l(kw * Spec::tile_m() * 4));
-      a_.ld_raw(a_words, address, A::g(0));
-      a_.iadd(address, b_shared, A::l(kw * Spec::tile_n() * 4));
-      a_.ld_raw(b_words, address, A::g(0));
-      for (uint32_t byte = 0; byte < 4; ++byte) {
-        Extract(a_values, byte, a_words, spec_.a_signed);
-        Extract(b_values, byte, b_words, spec_.b_signed);
-        for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
-          a_.imad(acc_[i], a_values.sel(std::string(1, "xyzw"[i])), b_values, acc_[i]);
+
+    a_.mov(quad, first_quad_);
+    a_.LoopWhileUnsignedLess(quad, end_quad_);
+    // Next step's loads are issued before this step's multiply-adds, so
+    // their latency hides behind them; they land in the other buffer after.
+    a_.iadd(quad, quad, A::l(1));
+    a_.ult(more, quad, end_quad_);
+    a_.if_nz(more);
+    LoadStep();
+    a_.endif();
+    a_.iadd(a_read, a_thread, buffer);
+    a_.iadd(b_read, b_thread, buffer);
+    for (uint32_t k = 0; k < Spec::kStepValues; ++k) {
+      for (uint32_t half = 0; half < 2; ++half) {
+        a_.iadd(address, a_read, A::l(k * kLineBytes + half * kHalfTileBytes));
+        a_.ld_raw(a_values[half], address, A::g(0));
+        a_.iadd(address, b_read, A::l(k * kLineBytes + half * kHalfTileBytes));
+        a_.ld_raw(b_values[half], address, A::g(0));
+      }
+      for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
+        const Operand a_value = a_values[i / 4].sel(std::string(1, "xyzw"[i % 4]));
+        for (uint32_t half = 0; half < 2; ++half) {
+          Operand& acc = acc_[2 * i + half];
+          a_.imad(acc, a_value, b_values[half], acc);
         }
-        a_.iadd(row_sums_, row_sums_, a_values);
-        a_.iadd(column_sums_, column_sums_, b_values);
       }
     }
-    a_.sync_g_t();  // before the next step overwrites the staged words
-    a_.iadd(kw0, kw0, A::l(Spec::kStepWords));
+    a_.xor_(next, buffer, A::l(kBufferBytes));
+    a_.if_nz(more);
+    StoreStep(next);
+    a_.endif();
+    a_.mov(buffer, next);
+    // One barrier per step: it orders this step's reads of `buffer` before
+    // the next step's stores into it, and the stores into `next` before the
+    // next step's reads of it.
+    a_.sync_g_t();
     a_.endloop();
+  }
+
+  // Row i of this thread (0..7): m0 + ty * 4 + i (i < 4), m0 + 64 + ty * 4 + i - 4.
+  void RowOf(const Operand& row, uint32_t i) {
+    using A = KernelAssembler;
+    a_.imad(row, A::vThreadIDInGroup().y(), A::l(4), m0_);
+    a_.iadd(row, row, A::l((i / 4) * (Spec::tile_m() / 2) + i % 4));
+  }
+
+  // Output word of column half `half`: n0 / 4 + tx (+ 16).
+  void WordOf(const Operand& word, uint32_t half) {
+    using A = KernelAssembler;
+    a_.ushr(word, n0_, A::l(2));
+    a_.iadd(word, word, A::vThreadIDInGroup().x());
+    a_.iadd(word, word, A::l(half * Spec::tile_n() / 8));
   }
 
   void Requantize() {
     using A = KernelAssembler;
-    const Operand tx = A::vThreadIDInGroup().x(), ty = A::vThreadIDInGroup().y();
-    // Column parameters of this thread's 4 columns (zero past N).
-    const Operand b_scale = Vec(), b_zero = Vec(), params = Vec();
-    a_.mov(b_scale, A::l(0, 0, 0, 0));
-    a_.mov(b_zero, A::l(0, 0, 0, 0));
-    const Operand column = a_.Scalar(), address = a_.Scalar();
-    for (uint32_t j = 0; j < Spec::kMicroN; ++j) {
-      const std::string c(1, "xyzw"[j]);
-      a_.imad(column, tx, A::l(Spec::kMicroN), n0_);
-      a_.iadd(column, column, A::l(j));
-      a_.IfUnsignedLess(column, C(kQmmConstColumns));
-      a_.ishl(address, column, A::l(3));
-      a_.ld_raw(params.xy(), address, A::t(3));
-      a_.mov(b_scale.sel(c), params.x());
-      a_.mov(b_zero.sel(c), params.y());
-      a_.endif();
+    const bool output_signed = spec_.output == QmmOutput::kInt8;
+    Operand b_scale[2], word[2], word_ok[2];
+    for (uint32_t half = 0; half < 2; ++half) {
+      b_scale[half] = A::r(a_.NewTemp());
+      word[half] = a_.Scalar();
+      word_ok[half] = a_.Scalar();
+      WordOf(word[half], half);
+      const Operand column0 = a_.Scalar();
+      a_.ishl(column0, word[half], A::l(2));
+      EmitColumnScales(a_, column0, b_scale[half]);
+      a_.ult(word_ok[half], word[half], C(kQmmConstOutputWords));
     }
-    const Operand word = a_.Scalar(), word_ok = a_.Scalar();
-    a_.ushr(word, n0_, A::l(2));
-    a_.iadd(word, word, tx);
-    a_.ult(word_ok, word, C(kQmmConstOutputWords));
-
-    const Operand row = a_.Scalar(), out_row = a_.Scalar(), ok = a_.Scalar();
-    const Operand t = Vec(), value = Vec(), scale = Vec(), kz = a_.Scalar();
-    const Operand down = Vec(), up = Vec(), factor = Vec(), unscale = Vec();
-    const Operand low = A::l(spec_.output_signed ? -128 : 0);
-    const Operand high = A::l(spec_.output_signed ? 127 : 255);
+    const Operand row = a_.Scalar(), out_row = a_.Scalar();
+    const Operand address = a_.Scalar(), params = A::r(a_.NewTemp());
     for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
-      const std::string c(1, "xyzw"[i]);
-      a_.imad(row, ty, A::l(Spec::kMicroM), m0_);
-      a_.iadd(row, row, A::l(i));
-      a_.ult(ok, row, C(kQmmConstRows));
-      a_.and_(ok, ok, word_ok);
-      a_.if_nz(ok);
+      RowOf(row, i);
+      a_.IfUnsignedLess(row, C(kQmmConstRows));
       a_.imad(out_row, slice_, C(kQmmConstRows), row);
       a_.imul(address, out_row, C(kQmmConstRowParamBytes));
       a_.ld_raw(params, address, A::t(2));  // a_scale, output_scale, a_zp, output_zp
-      // acc - zb * sum(a) - za * sum(b) + K * za * zb (wrapping int32).
-      a_.imul(t, b_zero, row_sums_.sel(c));
-      a_.ineg(t, t);
-      a_.iadd(acc_[i], acc_[i], t);
-      a_.imul(t, params.z(), column_sums_);
-      a_.ineg(t, t);
-      a_.iadd(acc_[i], acc_[i], t);
-      a_.imul(kz, C(kQmmConstDepth), params.z());
-      a_.imad(acc_[i], kz, b_zero, acc_[i]);
-      // round_ne(float(acc) * (a_scale * b_scale / output_scale)). Scales
-      // are any finite floats, so a_scale * b_scale may leave float32's
-      // range while the ratio does not: then a_scale is pre-scaled by 2^-64
-      // (or 2^64) and the ratio scaled back, which is exact and leaves the
-      // in-range arithmetic unchanged.
-      a_.mul(scale, params.x(), b_scale);
-      a_.ge(down, scale.abs(), A::lf(0x1p100f));
-      a_.lt(up, scale.abs(), A::lf(0x1p-100f));
-      a_.lt(t.x(), params.x().abs(), A::lf(0x1p64f));
-      a_.and_(up, up, t.sel("xxxx"));  // else b_scale is 0 (2^64 * a_scale could be inf)
-      a_.movc(factor, down, A::lf(0x1p-64f), A::lf(1.0f));
-      a_.movc(factor, up, A::lf(0x1p64f), factor);
-      a_.movc(unscale, down, A::lf(0x1p64f), A::lf(1.0f));
-      a_.movc(unscale, up, A::lf(0x1p-64f), unscale);
-      a_.mul(scale, params.x(), factor);
-      a_.mul(scale, scale, b_scale);
-      // GPUs divide as x * rcp(y), and rcp(y) of an output scale of 2^126 or
-      // more is subnormal, which they flush to zero (an H100 through vkd3d
-      // answered 0 for 3 * 4 * 1e38 / 1e38). Both sides are scaled by 2^-64
-      // when the output scale is that large: exact, and a numerator made
-      // subnormal by it only means a ratio below 2^-126, whose product with
-      // any int32 accumulator rounds to 0 anyway.
-      a_.ge(t, params.y().abs(), A::lf(0x1p64f));
-      a_.movc(t, t, A::lf(0x1p-64f), A::lf(1.0f));
-      a_.mul(scale, scale, t);
-      a_.mul(t, params.y(), t);
-      a_.div(scale, scale, t);
-      a_.mul(scale, scale, unscale);
-      a_.itof(value, acc_[i]);
-      a_.mul(value, value, scale);
-      // 0 * inf (a ratio beyond float32) is NaN; the result is 0.
-      a_.movc(value, acc_[i], value, A::l(0, 0, 0, 0));
-      a_.round_ne(value, value);
-      // ftoi of out-of-range values is undefined in SPIR-V: clamp first.
-      a_.max(value, value, A::lf(-1073741824.0f));
-      a_.min(value, value, A::lf(1073741824.0f));
-      a_.ftoi(value, value);
-      a_.iadd(value, value, params.w());
-      a_.imax(value, value, low);
-      a_.imin(value, value, high);
-      a_.and_(value, value, A::l(255, 255, 255, 255));
-      a_.ishl(value, value, A::l(0, 8, 16, 24));
-      a_.or_(value.xy(), value.xy(), value.zw());
-      a_.or_(value.x(), value.x(), value.y());
-      a_.imad(address, out_row, C(kQmmConstOutputWords), word);
-      a_.ishl(address, address, A::l(2));
-      a_.store_raw(A::u(0).x(), address, value.x());
+      for (uint32_t half = 0; half < 2; ++half) {
+        a_.if_nz(word_ok[half]);
+        a_.imad(address, out_row, C(kQmmConstOutputWords), word[half]);
+        a_.ishl(address, address, A::l(2));
+        EmitRequantizeWord(a_, acc_[2 * i + half], params, b_scale[half], output_signed, address);
+        a_.endif();
+      }
+      a_.endif();
+    }
+  }
+
+  // Split-K: the raw int32 sums, at ((split * M + row) * N4 + word) * 16.
+  void StorePartials() {
+    using A = KernelAssembler;
+    Operand word[2], word_ok[2];
+    for (uint32_t half = 0; half < 2; ++half) {
+      word[half] = a_.Scalar();
+      word_ok[half] = a_.Scalar();
+      WordOf(word[half], half);
+      a_.ult(word_ok[half], word[half], C(kQmmConstOutputWords));
+    }
+    const Operand row = a_.Scalar(), address = a_.Scalar();
+    for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
+      RowOf(row, i);
+      a_.IfUnsignedLess(row, C(kQmmConstRows));
+      for (uint32_t half = 0; half < 2; ++half) {
+        a_.if_nz(word_ok[half]);
+        a_.imad(address, split_, C(kQmmConstRows), row);
+        a_.imad(address, address, C(kQmmConstOutputWords), word[half]);
+        a_.ishl(address, address, A::l(4));
+        a_.store_raw(A::u(0).xyzw(), address, acc_[2 * i + half]);
+        a_.endif();
+      }
       a_.endif();
     }
   }
 
   KernelAssembler& a_;
   const Spec& spec_;
-  Operand slice_, m0_, n0_, a_row0_, b_column0_, rows_left_, columns_left_;
-  Operand acc_[Spec::kMicroM];
-  Operand row_sums_, column_sums_;
+  Operand slice_, split_, first_quad_, end_quad_, m0_, n0_, a_row0_, b_slice_;
+  Operand a_zp_, b_zp_, a_address_, b_address_, b_step_, store_base_;
+  Operand a_words_, b_words_, values_;
+  Operand acc_[2 * Spec::kMicroM];
 };
+
+// qmm.reduce: thread t of the dispatch handles output word t (row t / N4,
+// word t % N4): the sum of the splits' partials, requantized.
+void BuildReduce(KernelAssembler& a, const QuantizedMatMulReduceSpec& spec) {
+  using A = KernelAssembler;
+  a.DeclareBindings(/*srvs=*/4, /*uavs=*/1);
+  a.dcl_input(A::vThreadGroupID().xy());
+  a.dcl_input(A::vThreadIDInGroupFlattened());
+  a.dcl_thread_group(QuantizedMatMulReduceSpec::kThreads, 1, 1);
+  const Operand group = a.Scalar(), index = a.Scalar(), words = a.Scalar();
+  a.LinearGroupIndex(group);
+  a.imad(index, group, A::l(QuantizedMatMulReduceSpec::kThreads),
+         A::vThreadIDInGroupFlattened().x());
+  a.imul(words, C(kQmmConstRows), C(kQmmConstOutputWords));
+  a.IfUnsignedLess(index, words);
+  const Operand row = a.Scalar(), word = a.Scalar();
+  a.udiv(row, word, index, C(kQmmConstOutputWords));
+  const Operand sum = A::r(a.NewTemp()), part = A::r(a.NewTemp());
+  const Operand address = a.Scalar(), stride = a.Scalar(), split = a.Scalar();
+  a.mov(sum, A::l(0, 0, 0, 0));
+  a.ishl(address, index, A::l(4));
+  a.ishl(stride, words, A::l(4));
+  a.mov(split, A::l(0));
+  a.LoopWhileUnsignedLess(split, C(kQmmConstSplits));
+  a.ld_raw(part, address, A::t(0));
+  a.iadd(sum, sum, part);
+  a.iadd(address, address, stride);
+  a.iadd(split, split, A::l(1));
+  a.endloop();
+  const Operand b_scale = A::r(a.NewTemp()), column0 = a.Scalar(), params = A::r(a.NewTemp());
+  a.ishl(column0, word, A::l(2));
+  EmitColumnScales(a, column0, b_scale);
+  a.imul(address, row, C(kQmmConstRowParamBytes));
+  a.ld_raw(params, address, A::t(2));
+  a.ishl(address, index, A::l(2));
+  EmitRequantizeWord(a, sum, params, b_scale, spec.output_signed, address);
+  a.endif();
+  a.ret();
+}
+
+absl::StatusOr<std::vector<uint8_t>> Finish(KernelAssembler& a, const std::string& key) {
+  absl::StatusOr<std::vector<uint8_t>> blob = a.Finish();
+  if (!blob.ok()) return absl::InternalError(absl::StrCat(key, ": ", blob.status().message()));
+  return blob;
+}
 
 }  // namespace
 
 std::string QuantizedMatMulKernelSpec::Key() const {
-  return absl::StrCat("qmm.gemm/", SignName(a_signed), "/", SignName(b_signed), "/",
-                      SignName(output_signed), "/", kShapeName);
+  return absl::StrCat("qmm.gemm/", TypeName(a_signed), "/", TypeName(b_signed), "/",
+                      OutputName(output), "/", kShapeName);
 }
 
 absl::StatusOr<QuantizedMatMulKernelSpec> QuantizedMatMulKernelSpec::Parse(absl::string_view key) {
@@ -286,39 +507,80 @@ absl::StatusOr<QuantizedMatMulKernelSpec> QuantizedMatMulKernelSpec::Parse(absl:
       absl::InvalidArgumentError(absl::StrCat("bad quantized matmul kernel key: ", key));
   if (parts.size() != 5 || parts[0] != "qmm.gemm" || parts[4] != kShapeName) return bad;
   QuantizedMatMulKernelSpec spec;
-  bool* fields[] = {&spec.a_signed, &spec.b_signed, &spec.output_signed};
-  for (int i = 0; i < 3; ++i) {
+  bool* fields[] = {&spec.a_signed, &spec.b_signed};
+  for (int i = 0; i < 2; ++i) {
     if (parts[i + 1] != "s8" && parts[i + 1] != "u8") return bad;
     *fields[i] = parts[i + 1] == "s8";
   }
+  if (parts[3] == "s8") {
+    spec.output = QmmOutput::kInt8;
+  } else if (parts[3] == "u8") {
+    spec.output = QmmOutput::kUint8;
+  } else if (parts[3] == "i32") {
+    spec.output = QmmOutput::kInt32Partial;
+  } else {
+    return bad;
+  }
   return spec;
+}
+
+std::string QuantizedMatMulReduceSpec::Key() const {
+  return absl::StrCat("qmm.reduce/", TypeName(output_signed));
+}
+
+absl::StatusOr<QuantizedMatMulReduceSpec> QuantizedMatMulReduceSpec::Parse(absl::string_view key) {
+  QuantizedMatMulReduceSpec spec;
+  if (key == "qmm.reduce/s8" || key == "qmm.reduce/u8") {
+    spec.output_signed = key == "qmm.reduce/s8";
+    return spec;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("bad quantized matmul reduce kernel key: ", key));
 }
 
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernel(
     const QuantizedMatMulKernelSpec& spec) {
   KernelAssembler a;
-  QuantizedMatMulBuilder(a, spec).Build();
-  absl::StatusOr<std::vector<uint8_t>> blob = a.Finish();
-  if (!blob.ok()) {
-    return absl::InternalError(absl::StrCat(spec.Key(), ": ", blob.status().message()));
-  }
-  return blob;
+  GemmBuilder(a, spec).Build();
+  return Finish(a, spec.Key());
 }
 
-std::vector<QuantizedMatMulKernelSpec> AllQuantizedMatMulKernelSpecs() {
-  std::vector<QuantizedMatMulKernelSpec> specs;
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulReduceKernel(
+    const QuantizedMatMulReduceSpec& spec) {
+  KernelAssembler a;
+  BuildReduce(a, spec);
+  return Finish(a, spec.Key());
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernelForKey(absl::string_view key) {
+  if (absl::StartsWith(key, "qmm.reduce/")) {
+    absl::StatusOr<QuantizedMatMulReduceSpec> spec = QuantizedMatMulReduceSpec::Parse(key);
+    if (!spec.ok()) return spec.status();
+    return BuildQuantizedMatMulReduceKernel(*spec);
+  }
+  absl::StatusOr<QuantizedMatMulKernelSpec> spec = QuantizedMatMulKernelSpec::Parse(key);
+  if (!spec.ok()) return spec.status();
+  return BuildQuantizedMatMulKernel(*spec);
+}
+
+std::vector<std::string> AllQuantizedMatMulKernelKeys() {
+  std::vector<std::string> keys;
   for (bool a : {true, false}) {
     for (bool b : {true, false}) {
-      for (bool y : {true, false}) {
+      for (QmmOutput y : {QmmOutput::kInt8, QmmOutput::kUint8, QmmOutput::kInt32Partial}) {
         QuantizedMatMulKernelSpec spec;
         spec.a_signed = a;
         spec.b_signed = b;
-        spec.output_signed = y;
-        specs.push_back(spec);
+        spec.output = y;
+        keys.push_back(spec.Key());
       }
     }
   }
-  return specs;
+  for (bool y : {true, false}) {
+    QuantizedMatMulReduceSpec spec;
+    spec.output_signed = y;
+    keys.push_back(spec.Key());
+  }
+  return keys;
 }
 
 }  // namespace dmlserve::d3d12

@@ -1,28 +1,42 @@
 #ifndef DMLSERVE_KERNELS_D3D12_SHADERS_QUANTIZED_MATMUL_KERNELS_H_
 #define DMLSERVE_KERNELS_D3D12_SHADERS_QUANTIZED_MATMUL_KERNELS_H_
 
-// The quantized matrix multiply kernel (docs/kernels.md, "Quantized matrix
-// multiply"; hlsl/quantized_matmul.hlsl is its HLSL equivalent).
+// The quantized matrix multiply kernels (docs/kernels.md, "Quantized matrix
+// multiply"; hlsl/quantized_matmul.hlsl is their HLSL equivalent).
 //
-// One group computes a (tile_m x tile_n) block of one output slice: 16 x 16
-// threads, each a 4 x 4 micro-tile (so 64 x 64). Per K step the group stages
-// 8 words (32 int8 values) of 64 A rows and 64 B columns in groupshared
-// memory, 4 values packed per word, and every thread unpacks them with
-// ibfe/ubfe and multiply-adds in int32. Zero points are folded in at the end
-// from the row sums of A and column sums of B accumulated alongside:
-//   acc = sum(a*b) - zb*sum(a) - za*sum(b) + K*za*zb   (wrapping int32,
-// exact whenever the true sum fits: the planner checks K against the bound).
+// qmm.gemm: one group computes a 128 x 128 block of one output slice: 16 x 16
+// threads, each an 8 x 8 micro-tile (rows ty*4+{0..3} and 64+ty*4+{0..3},
+// columns likewise with tx, so that groupshared reads are conflict-free
+// 16-byte loads). Per K step of 16 values every thread stages 8 values of
+// one A row and 8 of one B column: it loads them (two words each),
+// extracts them and subtracts the row's (column's) zero point ONCE, and
+// stores the centred int32 values in groupshared memory, double-buffered,
+// so a step needs one barrier. The K loop then is, per k, four 16-byte
+// groupshared loads and 16 vector imads (64 MACs):
+//   acc = sum over k of (a - a_zp) * (b - b_zp)    (int32; the planner
+// checks K * max|a - a_zp| * max|b - b_zp| < 2^31, so it never wraps).
 // Requantization in float32: round_ne(float(acc) * (a_scale * b_scale /
 // output_scale)) + output_zp, saturated to the output type.
 //
+// With split-K (output type i32) the group index's slice part is the split
+// index (a split-K product has one slice): group s computes K quads
+// [s * SplitQuads, (s + 1) * SplitQuads) and stores its int32 sums in
+// partials u0 (split-major, rows of N4 * 4 int32); qmm.reduce then adds the
+// splits of each output word (int32 addition is associative, so the result
+// is bit-identical whatever the split) and requantizes.
+//
 // Layouts (the planner repacks on the host):
-//   t0  A: rows of K4 = ceil(K/4) words (4 consecutive k per word, zero pad)
-//   t1  B: per B slice, N columns of K4 words (B transposed, K packed)
+//   t0  A: rows of KQ = ceil(K/16) quads of 16 bytes (16 consecutive k);
+//       the padding past K holds the row's zero point (it centres to 0)
+//   t1  B: per B slice, KQ blocks of N columns' quads: quad q of column n
+//       at (q * N + n) * 16, so a step's 128 columns are 2 KiB contiguous;
+//       padding holds the column's zero point
 //   t2  row params, 4 dwords per output row: a_scale, output_scale (float
 //       bits), a_zp, output_zp (int32)
 //   t3  column params, 2 dwords per column: b_scale (float bits), b_zp
 //   u0  output: rows of N4 = ceil(N/4) words, 4 int8/uint8 per word (each
-//       thread writes whole words; the finisher drops the padding)
+//       thread writes whole words; the finisher drops the padding); or, for
+//       split-K, the int32 partials
 
 #include <cstdint>
 #include <string>
@@ -37,7 +51,7 @@ namespace dmlserve::d3d12 {
 inline constexpr int kQmmConstRows = 0;            // M: rows per output slice
 inline constexpr int kQmmConstColumns = 1;         // N
 inline constexpr int kQmmConstDepth = 2;           // K
-inline constexpr int kQmmConstDepthWords = 3;      // K4
+inline constexpr int kQmmConstDepthQuads = 3;      // KQ = ceil(K / 16)
 inline constexpr int kQmmConstTilesN = 4;          // ceil(N / tile_n)
 inline constexpr int kQmmConstTilesPerSlice = 5;   // tiles_m * tiles_n
 inline constexpr int kQmmConstChannels = 6;        // output channel count
@@ -50,27 +64,52 @@ inline constexpr int kQmmConstOutputWords = 11;  // N4
 // shares one entry (per-tensor scales and zero points), so a product of
 // millions of rows does not upload 16 bytes of parameters for each.
 inline constexpr int kQmmConstRowParamBytes = 12;
+// Split-K: K quads per split (qmm.gemm with i32 output); the number of
+// splits (qmm.reduce).
+inline constexpr int kQmmConstSplitQuads = 13;
+inline constexpr int kQmmConstSplits = 13;
+
+// Output of a qmm.gemm kernel: requantized int8/uint8, or int32 split-K
+// partial sums for qmm.reduce.
+enum class QmmOutput { kInt8, kUint8, kInt32Partial };
 
 struct QuantizedMatMulKernelSpec {
   bool a_signed = true;
   bool b_signed = true;
-  bool output_signed = true;
-  // Fixed shape today; part of the key so that others can be added.
+  QmmOutput output = QmmOutput::kInt8;
   static constexpr uint32_t kThreadsX = 16, kThreadsY = 16;
-  static constexpr uint32_t kMicroM = 4, kMicroN = 4;
-  static constexpr uint32_t kStepWords = 8;  // K words staged per step
+  static constexpr uint32_t kMicroM = 8, kMicroN = 8;
+  static constexpr uint32_t kStepWords = 4;  // K words (16 values) staged per step
+  static constexpr uint32_t kStepValues = kStepWords * 4;
   static constexpr uint32_t tile_m() { return kThreadsY * kMicroM; }
   static constexpr uint32_t tile_n() { return kThreadsX * kMicroN; }
 
-  // "qmm.gemm/s8/u8/s8/t16x16m4n4k8": A, B, output signedness, tile shape.
+  // "qmm.gemm/s8/u8/s8/t16x16m8n8k16": A, B, output type (s8, u8 or i32),
+  // tile shape.
   std::string Key() const;
   static absl::StatusOr<QuantizedMatMulKernelSpec> Parse(absl::string_view key);
 };
 
+// qmm.reduce: adds the split-K partials of one output word per thread and
+// requantizes them like qmm.gemm. Bindings: t2, t3 as qmm.gemm, t0 the
+// partials, u0 the output.
+struct QuantizedMatMulReduceSpec {
+  bool output_signed = true;
+  static constexpr uint32_t kThreads = 256;
+  std::string Key() const;  // "qmm.reduce/s8"
+  static absl::StatusOr<QuantizedMatMulReduceSpec> Parse(absl::string_view key);
+};
+
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernel(
     const QuantizedMatMulKernelSpec& spec);
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulReduceKernel(
+    const QuantizedMatMulReduceSpec& spec);
 
-std::vector<QuantizedMatMulKernelSpec> AllQuantizedMatMulKernelSpecs();
+// Builds either kind from its key ("qmm.gemm/..." or "qmm.reduce/...").
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernelForKey(absl::string_view key);
+
+// Every kernel key the planner can dispatch.
+std::vector<std::string> AllQuantizedMatMulKernelKeys();
 
 }  // namespace dmlserve::d3d12
 

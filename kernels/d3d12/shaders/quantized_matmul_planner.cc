@@ -54,19 +54,31 @@ uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
   return worst;
 }
 
-// B [slices, K, N] -> per slice, N columns of K4 words with 4 consecutive k.
+// K quads: 16 consecutive k values, the unit the kernel loads.
+uint32_t DepthQuads(uint32_t k) { return (k + 15) / 16; }
+
+// B [slices, K, N] -> per slice, KQ blocks of N columns' 16-byte quads
+// (quad q of column n at (q * N + n) * 16); k past K holds the column's zero
+// point, which the kernel centres to 0.
 std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
   const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
-  const uint32_t k4 = (op.k + 3) / 4;
-  std::shared_ptr<Buffer> packed = Buffer::Zeroed(slices * op.n * k4 * 4);
+  const uint32_t kq = DepthQuads(op.k);
+  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(slices * kq * op.n * 16);
   const uint8_t* b = op.b.data();
   uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
   for (uint64_t s = 0; s < slices; ++s) {
     const uint8_t* slice = b + s * op.k * op.n;
-    uint8_t* slice_out = out + s * op.n * k4 * 4;
+    uint8_t* slice_out = out + s * kq * op.n * 16;
     for (uint32_t k = 0; k < op.k; ++k) {
       const uint8_t* row = slice + uint64_t{k} * op.n;
-      for (uint32_t n = 0; n < op.n; ++n) slice_out[(uint64_t{n} * k4) * 4 + k] = row[n];
+      uint8_t* quad = slice_out + (uint64_t{k / 16} * op.n) * 16 + k % 16;
+      for (uint32_t n = 0; n < op.n; ++n) quad[uint64_t{n} * 16] = row[n];
+    }
+    for (uint32_t k = op.k; k < kq * 16; ++k) {
+      uint8_t* quad = slice_out + (uint64_t{k / 16} * op.n) * 16 + k % 16;
+      for (uint32_t n = 0; n < op.n; ++n) {
+        quad[uint64_t{n} * 16] = static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
+      }
     }
   }
   return packed;
@@ -136,13 +148,18 @@ std::string GroupKey(const QuantizedMatMulOperation& op) {
   return key;
 }
 
-// Appends A's rows (every slice) as rows of K4 words, zero-padded.
-void AppendARows(const QuantizedMatMulOperation& op, uint32_t k4, std::string& out) {
+// Appends A's rows (every slice) as rows of KQ quads, k past K holding the
+// row's zero point (which the kernel centres to 0).
+void AppendARows(const QuantizedMatMulOperation& op, std::string& out) {
   const uint64_t rows = uint64_t{op.a_batch} * op.a_channel * op.m;
+  const uint64_t row_bytes = uint64_t{DepthQuads(op.k)} * 16;
   const size_t start = out.size();
-  out.resize(start + rows * k4 * 4, '\0');
+  out.resize(start + rows * row_bytes);
   for (uint64_t r = 0; r < rows; ++r) {
-    std::memcpy(&out[start + r * k4 * 4], op.a.data() + r * op.k, op.k);
+    char* row = &out[start + r * row_bytes];
+    std::memcpy(row, op.a.data() + r * op.k, op.k);
+    const char zero_point = static_cast<char>(ZeroPointAt(op.a_zero_point, r % op.m));
+    std::memset(row + op.k, zero_point, row_bytes - op.k);
   }
 }
 
@@ -207,11 +224,16 @@ std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
   return Buffer::Adopt(std::move(out));
 }
 
-Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices) {
+Spec GemmSpec(const QuantizedMatMulOperation& op) {
   Spec spec;
   spec.a_signed = IsSigned(op.a.data_type);
   spec.b_signed = IsSigned(op.b.data_type);
-  spec.output_signed = IsSigned(op.output_data_type);
+  spec.output = IsSigned(op.output_data_type) ? QmmOutput::kInt8 : QmmOutput::kUint8;
+  return spec;
+}
+
+Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices) {
+  const Spec spec = GemmSpec(op);
   Dispatch d;
   d.kernel = spec.Key();
   const uint64_t tiles_m = CeilDiv(rows, Spec::tile_m());
@@ -219,7 +241,7 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
   d.constants[kQmmConstRows] = static_cast<uint32_t>(rows);
   d.constants[kQmmConstColumns] = op.n;
   d.constants[kQmmConstDepth] = op.k;
-  d.constants[kQmmConstDepthWords] = (op.k + 3) / 4;
+  d.constants[kQmmConstDepthQuads] = DepthQuads(op.k);
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles_m * tiles_n);
   d.constants[kQmmConstOutputWords] = (op.n + 3) / 4;
@@ -276,19 +298,37 @@ void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, 
   d.uavs[0].buffer = out;
 }
 
+// Split-K (quantized_matmul_kernels.h): a product with fewer 128 x 128 tiles
+// than kSplitKTargetGroups is split along K into up to that many groups, so
+// that a GPU of 132 SMs (an H100) gets 2 groups per SM; every split keeps at
+// least kMinSplitQuads K quads (256 k), so the extra reduce pass and the
+// partials' traffic stay small against the multiply-adds.
+constexpr uint64_t kSplitKTargetGroups = 2 * 132;
+constexpr uint32_t kMinSplitQuads = 16;
+
+// The K quads per split of a (rows x N x K) product: 0 when not split.
+uint32_t SplitQuads(uint64_t rows, const QuantizedMatMulOperation& op) {
+  const uint64_t tiles = CeilDiv(rows, Spec::tile_m()) * CeilDiv(op.n, Spec::tile_n());
+  const uint32_t kq = DepthQuads(op.k);
+  if (tiles >= kSplitKTargetGroups || kq < 2 * kMinSplitQuads) return 0;
+  const uint64_t splits =
+      std::min<uint64_t>(CeilDiv(kSplitKTargetGroups, tiles), kq / kMinSplitQuads);
+  if (splits < 2) return 0;
+  return static_cast<uint32_t>(CeilDiv(kq, splits));
+}
+
 // Jobs whose B is one matrix, as one product of their stacked A rows.
 void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows, BufferId b,
                         BufferId column_params, PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*items[0]->operation);
-  const uint32_t k4 = (first.k + 3) / 4;
   BufferId a;
-  if (items.size() == 1 && first.k % 4 == 0) {
+  if (items.size() == 1 && first.k % 16 == 0) {
     a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
   } else {
     std::string stacked;
-    stacked.reserve(total_rows * k4 * 4);
+    stacked.reserve(total_rows * DepthQuads(first.k) * 16);
     for (WorkItem* item : items) {
-      AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), k4, stacked);
+      AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), stacked);
     }
     const uint64_t size = stacked.size();
     a = builder.AddUpload(Buffer::Adopt(std::move(stacked)), 0, size);
@@ -301,8 +341,34 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
   Dispatch d = GemmDispatch(first, total_rows, 1);
   d.constants[kQmmConstRowParamBytes] = row_param_bytes;
-  Bind(d, a, b, rows, column_params, out);
-  builder.AddDispatch(0, std::move(d));
+  const uint32_t split_quads = SplitQuads(total_rows, first);
+  if (split_quads == 0) {
+    Bind(d, a, b, rows, column_params, out);
+    builder.AddDispatch(0, std::move(d));
+  } else {
+    // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
+    // requantized into `out`.
+    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthQuads(first.k), split_quads));
+    const BufferId partials = builder.AddDeviceBuffer(
+        BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
+    const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
+    Spec spec = GemmSpec(first);
+    QuantizedMatMulReduceSpec reduce_spec;
+    reduce_spec.output_signed = spec.output == QmmOutput::kInt8;
+    spec.output = QmmOutput::kInt32Partial;
+    d.kernel = spec.Key();
+    d.constants[kQmmConstSplitQuads] = split_quads;
+    SetGroupCount(d, tiles * splits);
+    Bind(d, a, b, rows, column_params, partials);
+    Dispatch reduce;
+    reduce.kernel = reduce_spec.Key();
+    reduce.constants = d.constants;
+    reduce.constants[kQmmConstSplits] = splits;
+    SetGroupCount(reduce, CeilDiv(total_rows * row_words, QuantizedMatMulReduceSpec::kThreads));
+    Bind(reduce, partials, BufferBinding::kUnbound, rows, column_params, out);
+    builder.AddDispatch(0, std::move(d));
+    builder.AddDispatch(1, std::move(reduce));
+  }
   uint64_t first_row = 0;
   for (WorkItem* item : items) {
     const bool sole_reader = items.size() == 1;
@@ -317,7 +383,7 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
 void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
                PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*group.items[0]->operation);
-  const uint32_t k4 = (first.k + 3) / 4;
+  const uint64_t row_bytes_in = uint64_t{DepthQuads(first.k)} * 16;
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
   // Packed B: resident when registered (and the host repack cached).
@@ -339,7 +405,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     // One product: the jobs' A rows stacked, one output row per A row. Jobs
     // are split over several products only where the stacked buffers would
     // pass 32-bit addressing.
-    const uint64_t row_bytes = std::max<uint64_t>({uint64_t{k4} * 4, 16, (first.n + 3) / 4 * 4});
+    const uint64_t row_bytes = std::max<uint64_t>({row_bytes_in, 16, (first.n + 3) / 4 * 4});
     const uint64_t max_rows = kMaxKernelBufferBytes / row_bytes;
     std::vector<WorkItem*> chunk;
     uint64_t chunk_rows = 0;
@@ -364,11 +430,11 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   for (WorkItem* item : group.items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     BufferId a;
-    if (op.k % 4 == 0) {
+    if (op.k % 16 == 0) {
       a = builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
     } else {
       std::string rows_bytes;
-      AppendARows(op, k4, rows_bytes);
+      AppendARows(op, rows_bytes);
       const uint64_t size = rows_bytes.size();
       a = builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
     }
@@ -392,11 +458,11 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
 }
 
 absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
-  const uint64_t k4 = (op.k + 3) / 4;
+  const uint64_t kq_bytes = uint64_t{DepthQuads(op.k)} * 16;
   const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
-  if (a_rows * k4 * 4 > kMaxKernelBufferBytes || b_columns * k4 * 4 > kMaxKernelBufferBytes ||
+  if (a_rows * kq_bytes > kMaxKernelBufferBytes || b_columns * kq_bytes > kMaxKernelBufferBytes ||
       out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes ||
       (!UniformRowParams(op) && out_rows * 16 > kMaxKernelBufferBytes)) {
     return absl::ResourceExhaustedError(
@@ -408,7 +474,7 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
 }  // namespace
 
 uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
-  const uint64_t k4_bytes = (uint64_t{op.k} + 3) / 4 * 4;
+  const uint64_t kq_bytes = uint64_t{DepthQuads(op.k)} * 16;
   const uint64_t n4_bytes = (uint64_t{op.n} + 3) / 4 * 4;
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
@@ -417,7 +483,7 @@ uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
   // shared entry or one per row) likewise; the output on the device, in
   // read-back staging and copied out of it.
   const uint64_t row_params = UniformRowParams(op) ? 16 : out_rows * 16;
-  return 2 * (a_rows * k4_bytes + b_columns * k4_bytes + row_params) + 3 * out_rows * n4_bytes;
+  return 2 * (a_rows * kq_bytes + b_columns * kq_bytes + row_params) + 3 * out_rows * n4_bytes;
 }
 
 absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
