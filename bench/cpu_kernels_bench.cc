@@ -50,6 +50,17 @@ void BM_CpuMatMulUnfused(benchmark::State& state, int requests, uint32_t m, uint
       static_cast<double>(state.iterations()) * requests * m * k * n, benchmark::Counter::kIsRate);
 }
 
+// The D3D12 bench's large_* shapes (d3d12_kernels_bench.cc), for a
+// side-by-side on one machine.
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_4096x4096x4096_registered_b, 1, 4096, 4096, 4096,
+                       true)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_256x4096x4096_registered_b, 1, 256, 4096, 4096,
+                       true)
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_16x4096x4096_registered_b, 1, 16, 4096, 4096,
+                       true)
+    ->Unit(benchmark::kMillisecond);
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_1x4096x4096, 1, 1, 4096, 4096)
     ->Unit(benchmark::kMillisecond);
 // Registered weights stay packed on the device: the steady state of serving.

@@ -53,6 +53,10 @@ constexpr AxisDirection kDown = AxisDirection::kDecreasing;
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1x1x1024x1024_axis3, kSum, kF32, {1, 1, 1024, 1024}, 3);
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1x1x1024x1024_axis2, kSum, kF32, {1, 1, 1024, 1024}, 2);
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_16M_axis0, kSum, kF32, {16777216}, 0);
+// The D3D12 bench's large_* scans (d3d12_kernels_bench.cc).
+DMLSERVE_SCAN_BENCHMARK(large_cumsum_f32_16M_axis0, kSum, kF32, {16777216}, 0);
+DMLSERVE_SCAN_BENCHMARK(large_cumsum_f32_4096x4096_axis1, kSum, kF32, {4096, 4096}, 1);
+DMLSERVE_SCAN_BENCHMARK(large_cumsum_f32_4096x4096_axis0, kSum, kF32, {4096, 4096}, 0);
 DMLSERVE_SCAN_BENCHMARK(cumsum_i32_16M_axis0, kSum, DataType::kInt32, {16777216}, 0);
 DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x64x64x64_axis1, kSum, kF32, {64, 64, 64, 64}, 1);
 DMLSERVE_SCAN_BENCHMARK(cumprod_f32_64x64x64x64_axis1, kProduct, kF32, {64, 64, 64, 64}, 1);

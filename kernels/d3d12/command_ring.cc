@@ -1,8 +1,74 @@
 #include "kernels/d3d12/command_ring.h"
 
+#include <cstring>
+
 #include "kernels/d3d12/hresult.h"
 
 namespace dmlserve::d3d12 {
+namespace {
+
+constexpr uint32_t kTimestampCount = 2;
+
+}  // namespace
+
+void CommandRing::CreateTimestamps(ID3D12Device* device, CommandContext& context) {
+  D3D12_QUERY_HEAP_DESC heap_desc = {};
+  heap_desc.Type = D3D12_QUERY_HEAP_TYPE_TIMESTAMP;
+  heap_desc.Count = kTimestampCount;
+  if (FAILED(device->CreateQueryHeap(&heap_desc, __uuidof(ID3D12QueryHeap),
+                                     context.timestamps_.put_void()))) {
+    context.timestamps_ = {};
+    return;
+  }
+  D3D12_HEAP_PROPERTIES heap = {};
+  heap.Type = D3D12_HEAP_TYPE_READBACK;
+  D3D12_RESOURCE_DESC desc = {};
+  desc.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+  desc.Width = kTimestampCount * sizeof(uint64_t);
+  desc.Height = 1;
+  desc.DepthOrArraySize = 1;
+  desc.MipLevels = 1;
+  desc.SampleDesc.Count = 1;
+  desc.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+  if (FAILED(device->CreateCommittedResource(
+          &heap, D3D12_HEAP_FLAG_NONE, &desc, D3D12_RESOURCE_STATE_COPY_DEST, nullptr,
+          __uuidof(ID3D12Resource), context.timestamp_readback_.put_void()))) {
+    context.timestamps_ = {};
+    context.timestamp_readback_ = {};
+  }
+}
+
+void CommandRing::MarkDispatchesBegin(CommandContext* context) {
+  context->timed_ = false;
+  if (!context->timestamps_) return;
+  context->list()->EndQuery(context->timestamps_.get(), D3D12_QUERY_TYPE_TIMESTAMP, 0);
+}
+
+void CommandRing::MarkDispatchesEnd(CommandContext* context) {
+  if (!context->timestamps_) return;
+  ID3D12GraphicsCommandList* list = context->list();
+  list->EndQuery(context->timestamps_.get(), D3D12_QUERY_TYPE_TIMESTAMP, 1);
+  list->ResolveQueryData(context->timestamps_.get(), D3D12_QUERY_TYPE_TIMESTAMP, 0, kTimestampCount,
+                         context->timestamp_readback_.get(), 0);
+  context->timed_ = true;
+}
+
+void CommandRing::CollectDispatchTime(CommandContext* context) {
+  if (!context->timed_) return;
+  context->timed_ = false;
+  void* data = nullptr;
+  D3D12_RANGE read = {0, kTimestampCount * sizeof(uint64_t)};
+  if (FAILED(context->timestamp_readback_->Map(0, &read, &data))) return;
+  uint64_t ticks[kTimestampCount];
+  std::memcpy(ticks, data, sizeof(ticks));
+  D3D12_RANGE written = {0, 0};
+  context->timestamp_readback_->Unmap(0, &written);
+  if (ticks[1] < ticks[0]) return;
+  const double ns =
+      static_cast<double>(ticks[1] - ticks[0]) * 1e9 / static_cast<double>(timestamp_frequency_);
+  dispatch_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  timed_batches_.fetch_add(1, std::memory_order_relaxed);
+}
 
 absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12Device> device,
                                                                  int contexts,
@@ -22,8 +88,15 @@ absl::StatusOr<std::unique_ptr<CommandRing>> CommandRing::Create(ComPtr<ID3D12De
   hr = d->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), ring->fence_.put_void());
   if (FAILED(hr)) return HResultError(hr, "CreateFence");
 
+  // Timestamps are for measurement only: a queue without them still runs.
+  uint64_t frequency = 0;
+  if (SUCCEEDED(ring->queue_->GetTimestampFrequency(&frequency))) {
+    ring->timestamp_frequency_ = frequency;
+  }
+
   for (int i = 0; i < contexts; ++i) {
     auto context = std::make_unique<CommandContext>();
+    if (ring->timestamp_frequency_ != 0) CreateTimestamps(d, *context);
     if (!context->event_.valid()) return absl::InternalError("creating a fence event failed");
     hr =
         d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_COMPUTE, __uuidof(ID3D12CommandAllocator),

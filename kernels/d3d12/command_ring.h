@@ -9,7 +9,13 @@
 // records into context->list(), Submit()s it and Wait()s for its fence value.
 // Completion is fence-based: one fence per queue, signalled after every
 // submission with the next value.
+//
+// Each context also holds two GPU timestamps, which a batch writes around its
+// dispatches (MarkDispatchesBegin/End): once the batch has completed,
+// CollectDispatchTime adds the GPU time between them to the ring's total, so
+// benchmarks can tell kernel time from the batch's fixed costs.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,6 +54,10 @@ class CommandRing {
     ComPtr<ID3D12CommandAllocator> allocator_;
     ComPtr<ID3D12GraphicsCommandList> list_;
     ComPtr<ID3D12GraphicsCommandList> recording_list_;  // null without a wrapper
+    // Two timestamps and their read-back (null where the queue has none).
+    ComPtr<ID3D12QueryHeap> timestamps_;
+    ComPtr<ID3D12Resource> timestamp_readback_;
+    bool timed_ = false;  // this recording wrote both timestamps
     FenceEvent event_;
     uint64_t last_fence_value_ = 0;  // of the context's last submission
     bool in_use_ = false;
@@ -88,17 +98,32 @@ class CommandRing {
   // Blocks until the fence reaches `fence_value` (see FenceEvent::Wait).
   absl::Status Wait(CommandContext* context, uint64_t fence_value, uint32_t timeout_ms);
 
+  // Timestamps around the dispatches of the batch recording in `context`:
+  // Begin after its uploads, End after its last dispatch (End also resolves
+  // both into the context's read-back buffer).
+  void MarkDispatchesBegin(CommandContext* context);
+  void MarkDispatchesEnd(CommandContext* context);
+  // After Wait() succeeded: adds the GPU time between the two marks to
+  // dispatch_ns() (nothing when the batch was not timed).
+  void CollectDispatchTime(CommandContext* context);
+
   // Blocks until everything submitted so far has completed (or `timeout_ms`
   // passed): before the resources it uses are destroyed.
   absl::Status WaitIdle(uint32_t timeout_ms);
 
   int context_count() const { return static_cast<int>(contexts_.size()); }
   uint64_t submissions() const;
+  // GPU time between the marks, summed over the collected batches, and how
+  // many batches it covers.
+  uint64_t dispatch_ns() const { return dispatch_ns_.load(std::memory_order_relaxed); }
+  uint64_t timed_batches() const { return timed_batches_.load(std::memory_order_relaxed); }
   ID3D12CommandQueue* queue() const { return queue_.get(); }
 
  private:
   CommandRing() = default;
   void Release(CommandContext* context);
+  // Gives `context` its query heap and read-back buffer, or leaves it untimed.
+  static void CreateTimestamps(ID3D12Device* device, CommandContext& context);
 
   ComPtr<ID3D12Device> device_;
   ComPtr<ID3D12CommandQueue> queue_;
@@ -111,6 +136,10 @@ class CommandRing {
 
   mutable std::mutex submit_mutex_;  // queue submissions and fence values in one order
   uint64_t last_signalled_ = 0;
+
+  uint64_t timestamp_frequency_ = 0;  // ticks per second; 0: no timestamps
+  std::atomic<uint64_t> dispatch_ns_{0};
+  std::atomic<uint64_t> timed_batches_{0};
 };
 
 }  // namespace dmlserve::d3d12

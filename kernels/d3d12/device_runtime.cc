@@ -130,6 +130,8 @@ RuntimeStats DeviceRuntime::stats() const {
   stats.buffers_created = parts_->factory->creations() - parts_->creations_at_start;
   stats.resident_uploads = parts_->residents->uploads();
   stats.submissions = parts_->commands->submissions();
+  stats.dispatch_ns = parts_->commands->dispatch_ns();
+  stats.timed_batches = parts_->commands->timed_batches();
   stats.pipelines = parts_->pipelines->size();
   stats.memory_bytes = memory_bytes();
   return stats;

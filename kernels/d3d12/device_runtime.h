@@ -43,6 +43,11 @@ struct RuntimeStats {
   uint64_t buffers_created = 0;  // every resource the device made after creation
   uint64_t resident_uploads = 0;
   uint64_t submissions = 0;
+  // GPU time from each batch's first dispatch to the end of its last
+  // (timestamp queries), summed, and the batches it covers (0 where the
+  // queue has no timestamps).
+  uint64_t dispatch_ns = 0;
+  uint64_t timed_batches = 0;
   size_t pipelines = 0;
   uint64_t memory_bytes = 0;
 };

@@ -260,6 +260,7 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   }
 
   // Dispatches.
+  parts_.commands->MarkDispatchesBegin(context->get());
   list->SetComputeRootSignature(parts_.pipelines->root_signature());
   ID3D12PipelineState* bound_pipeline = nullptr;
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
@@ -304,6 +305,8 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
     if (dispatch.barrier_after) states.RequireUavBarrier();
   }
 
+  parts_.commands->MarkDispatchesEnd(context->get());
+
   // Outputs to the readback ring.
   for (BufferId id = 0; id < count; ++id) {
     if (plan.buffers[id].kind != BufferKind::kOutput) continue;
@@ -334,6 +337,7 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
         absl::UnavailableError(absl::StrCat("GetDeviceRemovedReason: ", HResultToString(reason))));
   }
 
+  parts_.commands->CollectDispatchTime(context->get());
   for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
   buffers.uploading_.clear();
 
