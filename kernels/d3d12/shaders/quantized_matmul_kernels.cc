@@ -230,17 +230,24 @@ class GemmBuilder {
     a_.ld_raw(params.x(), address, A::t(3));
     a_.mov(b_zp_, params.x());
 
-    // Global byte addresses of this thread's words of quad first_quad:
-    //   A: (a_row0 + a_r) * KQ * 16 + q * 16 + h * 8
+    // A rows are K4 = ceil(K/4) words (A is uploaded as it is when K % 4 is
+    // 0), so a step's words may run past the row: word indices are clamped
+    // to the row's last word, and the values past K masked to 0 when staged.
+    //   A: row base (a_row0 + a_r) * K4 * 4, word index q * 4 + h * 2 (+1)
     //   B: ((b_slice * KQ + q) * N + n0 + b_r) * 16 + h * 8
-    a_address_ = a_.Scalar();
+    a_row_base_ = a_.Scalar();
+    a_word_ = a_.Scalar();
+    a_last_word_ = a_.Scalar();
+    a_.iadd(a_last_word_, C(kQmmConstDepth), A::l(3));
+    a_.ushr(a_last_word_, a_last_word_, A::l(2));
+    a_.iadd(a_row_base_, a_row0_, a_r);
+    a_.imul(a_row_base_, a_row_base_, a_last_word_);
+    a_.ishl(a_row_base_, a_row_base_, A::l(2));
+    a_.iadd(a_last_word_, a_last_word_, A::l(-1));
+    a_.ishl(a_word_, first_quad_, A::l(2));
+    a_.imad(a_word_, h, A::l(2), a_word_);
     b_address_ = a_.Scalar();
     b_step_ = a_.Scalar();
-    a_.iadd(a_address_, a_row0_, a_r);
-    a_.imul(a_address_, a_address_, C(kQmmConstDepthQuads));
-    a_.iadd(a_address_, a_address_, first_quad_);
-    a_.ishl(a_address_, a_address_, A::l(4));
-    a_.imad(a_address_, h, A::l(8), a_address_);
     a_.imad(b_address_, b_slice_, C(kQmmConstDepthQuads), first_quad_);
     a_.imul(b_address_, b_address_, C(kQmmConstColumns));
     a_.iadd(b_address_, b_address_, n0_);
@@ -256,18 +263,33 @@ class GemmBuilder {
     a_.imad(store_base_, r, A::l(4), store_base_);
   }
 
-  // Loads this step's words into a_words_ / b_words_ and advances.
+  // Loads this step's words into a_words_ / b_words_, sets a_mask_ (which
+  // of the 8 A values lie before K) and advances.
   void LoadStep() {
     using A = KernelAssembler;
-    a_.ld_raw(a_words_.xy(), a_address_, A::t(0));
+    const Operand word = a_.Scalar(), address = a_.Scalar(), k = a_.Scalar();
+    for (uint32_t w = 0; w < kStagedWords; ++w) {
+      a_.iadd(word, a_word_, A::l(w));
+      a_.umin(word, word, a_last_word_);
+      a_.imad(address, word, A::l(4), a_row_base_);
+      a_.ld_raw(a_words_.sel(w == 0 ? "x" : "y"), address, A::t(0));
+    }
     a_.ld_raw(b_words_.xy(), b_address_, A::t(1));
-    a_.iadd(a_address_, a_address_, A::l(16));
+    a_.ishl(k, a_word_, A::l(2));
+    for (uint32_t w = 0; w < kStagedWords; ++w) {
+      const Operand mask = a_mask_[w];
+      const int32_t k0 = static_cast<int32_t>(4 * w);
+      a_.iadd(mask, k.sel("xxxx"), A::l(k0, k0 + 1, k0 + 2, k0 + 3));
+      a_.ult(mask, mask, C(kQmmConstDepth));
+    }
+    a_.iadd(a_word_, a_word_, A::l(Spec::kStepWords));
     a_.iadd(b_address_, b_address_, b_step_);
   }
 
   // Extracts the 8 values of `words`, centres them on `zp` and stores them in
   // groupshared memory at `base` + k * kLineBytes, k = 0..7.
-  void StoreCentred(const Operand& words, bool is_signed, const Operand& zp, const Operand& base) {
+  void StoreCentred(const Operand& words, bool is_signed, const Operand& zp, const Operand* mask,
+                    const Operand& base) {
     using A = KernelAssembler;
     const Operand address = a_.Scalar();
     for (uint32_t w = 0; w < kStagedWords; ++w) {
@@ -278,6 +300,7 @@ class GemmBuilder {
         a_.ubfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
       }
       a_.iadd(values_, values_, -zp.sel("xxxx"));
+      if (mask != nullptr) a_.and_(values_, values_, mask[w]);
       for (uint32_t byte = 0; byte < 4; ++byte) {
         const uint32_t k = w * 4 + byte;
         if (k == 0) {
@@ -296,8 +319,9 @@ class GemmBuilder {
     const Operand a_base = a_.Scalar(), b_base = a_.Scalar();
     a_.iadd(a_base, store_base_, buffer);
     a_.iadd(b_base, a_base, A::l(kBBytes));
-    StoreCentred(a_words_, spec_.a_signed, a_zp_, a_base);
-    StoreCentred(b_words_, spec_.b_signed, b_zp_, b_base);
+    // B's padding holds its zero point (the planner packs it): no mask.
+    StoreCentred(a_words_, spec_.a_signed, a_zp_, a_mask_, a_base);
+    StoreCentred(b_words_, spec_.b_signed, b_zp_, nullptr, b_base);
   }
 
   void Accumulate() {
@@ -308,6 +332,7 @@ class GemmBuilder {
     }
     a_words_ = A::r(a_.NewTemp());
     b_words_ = A::r(a_.NewTemp());
+    for (Operand& mask : a_mask_) mask = A::r(a_.NewTemp());
     values_ = A::r(a_.NewTemp());
     const Operand a_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
     const Operand b_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
@@ -444,8 +469,9 @@ class GemmBuilder {
   KernelAssembler& a_;
   const Spec& spec_;
   Operand slice_, split_, first_quad_, end_quad_, m0_, n0_, a_row0_, b_slice_;
-  Operand a_zp_, b_zp_, a_address_, b_address_, b_step_, store_base_;
+  Operand a_zp_, b_zp_, a_row_base_, a_word_, a_last_word_, b_address_, b_step_, store_base_;
   Operand a_words_, b_words_, values_;
+  Operand a_mask_[kStagedWords];
   Operand acc_[2 * Spec::kMicroM];
 };
 

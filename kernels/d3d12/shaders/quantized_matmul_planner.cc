@@ -148,18 +148,18 @@ std::string GroupKey(const QuantizedMatMulOperation& op) {
   return key;
 }
 
-// Appends A's rows (every slice) as rows of KQ quads, k past K holding the
-// row's zero point (which the kernel centres to 0).
+// A rows are K4 = ceil(K/4) words, zero-padded (the kernel masks the values
+// past K), so A is uploaded as it is whenever K % 4 == 0.
+uint64_t ARowBytes(uint32_t k) { return (uint64_t{k} + 3) / 4 * 4; }
+
+// Appends A's rows (every slice) as rows of K4 words.
 void AppendARows(const QuantizedMatMulOperation& op, std::string& out) {
   const uint64_t rows = uint64_t{op.a_batch} * op.a_channel * op.m;
-  const uint64_t row_bytes = uint64_t{DepthQuads(op.k)} * 16;
+  const uint64_t row_bytes = ARowBytes(op.k);
   const size_t start = out.size();
-  out.resize(start + rows * row_bytes);
+  out.resize(start + rows * row_bytes, '\0');
   for (uint64_t r = 0; r < rows; ++r) {
-    char* row = &out[start + r * row_bytes];
-    std::memcpy(row, op.a.data() + r * op.k, op.k);
-    const char zero_point = static_cast<char>(ZeroPointAt(op.a_zero_point, r % op.m));
-    std::memset(row + op.k, zero_point, row_bytes - op.k);
+    std::memcpy(&out[start + r * row_bytes], op.a.data() + r * op.k, op.k);
   }
 }
 
@@ -322,11 +322,11 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
                         BufferId column_params, PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*items[0]->operation);
   BufferId a;
-  if (items.size() == 1 && first.k % 16 == 0) {
+  if (items.size() == 1 && first.k % 4 == 0) {
     a = builder.AddUpload(first.a.bytes, 0, first.a.byte_size());
   } else {
     std::string stacked;
-    stacked.reserve(total_rows * DepthQuads(first.k) * 16);
+    stacked.reserve(total_rows * ARowBytes(first.k));
     for (WorkItem* item : items) {
       AppendARows(std::get<QuantizedMatMulOperation>(*item->operation), stacked);
     }
@@ -383,7 +383,7 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
 void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
                PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*group.items[0]->operation);
-  const uint64_t row_bytes_in = uint64_t{DepthQuads(first.k)} * 16;
+  const uint64_t row_bytes_in = ARowBytes(first.k);
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
   // Packed B: resident when registered (and the host repack cached).
@@ -430,7 +430,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   for (WorkItem* item : group.items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     BufferId a;
-    if (op.k % 16 == 0) {
+    if (op.k % 4 == 0) {
       a = builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
     } else {
       std::string rows_bytes;
@@ -462,7 +462,8 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
   const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
-  if (a_rows * kq_bytes > kMaxKernelBufferBytes || b_columns * kq_bytes > kMaxKernelBufferBytes ||
+  if (a_rows * ARowBytes(op.k) > kMaxKernelBufferBytes ||
+      b_columns * kq_bytes > kMaxKernelBufferBytes ||
       out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes ||
       (!UniformRowParams(op) && out_rows * 16 > kMaxKernelBufferBytes)) {
     return absl::ResourceExhaustedError(
@@ -483,7 +484,8 @@ uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
   // shared entry or one per row) likewise; the output on the device, in
   // read-back staging and copied out of it.
   const uint64_t row_params = UniformRowParams(op) ? 16 : out_rows * 16;
-  return 2 * (a_rows * kq_bytes + b_columns * kq_bytes + row_params) + 3 * out_rows * n4_bytes;
+  return 2 * (a_rows * ARowBytes(op.k) + b_columns * kq_bytes + row_params) +
+         3 * out_rows * n4_bytes;
 }
 
 absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
