@@ -79,6 +79,14 @@ void RunWarm(benchmark::State& state, const std::vector<Operation>& operations,
     for (const Operation& operation : operations) bytes += OperationBytes(operation);
     state.counters["gpu_B/s"] = static_cast<double>(bytes) / gpu_s;
   }
+  // The CPU's share: the staging copies in and out, per batch.
+  const double batches = static_cast<double>(after.submissions - before.submissions);
+  if (batches > 0) {
+    state.counters["copy_in_us"] =
+        static_cast<double>(after.copy_in_ns - before.copy_in_ns) * 1e-3 / batches;
+    state.counters["copy_out_us"] =
+        static_cast<double>(after.copy_out_ns - before.copy_out_ns) * 1e-3 / batches;
+  }
 }
 
 // Each Execute waits for its own fence, so the benchmark thread is idle while

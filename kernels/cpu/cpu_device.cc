@@ -13,7 +13,7 @@
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/overloaded.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "kernels/cpu/scan_kernels.h"
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 
 namespace dmlserve {
 

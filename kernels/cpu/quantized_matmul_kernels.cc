@@ -12,7 +12,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/requantize.h"
 

@@ -10,7 +10,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_portability.h"
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/scan_simd.h"
 
 #if DMLSERVE_X86

@@ -132,6 +132,8 @@ RuntimeStats DeviceRuntime::stats() const {
   stats.submissions = parts_->commands->submissions();
   stats.dispatch_ns = parts_->commands->dispatch_ns();
   stats.timed_batches = parts_->commands->timed_batches();
+  stats.copy_in_ns = parts_->executor->copy_in_ns();
+  stats.copy_out_ns = parts_->executor->copy_out_ns();
   stats.pipelines = parts_->pipelines->size();
   stats.memory_bytes = memory_bytes();
   return stats;

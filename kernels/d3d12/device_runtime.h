@@ -48,6 +48,9 @@ struct RuntimeStats {
   // queue has no timestamps).
   uint64_t dispatch_ns = 0;
   uint64_t timed_batches = 0;
+  // CPU time copying into the upload ring and out of the readback ring.
+  uint64_t copy_in_ns = 0;
+  uint64_t copy_out_ns = 0;
   size_t pipelines = 0;
   uint64_t memory_bytes = 0;
 };

@@ -12,6 +12,7 @@
 // a kernel that does not build INTERNAL; neither harms the device. A lost
 // device (real or injected) is UNAVAILABLE and is recorded in DeviceHealth.
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,11 +61,18 @@ class PlanExecutor {
   // for the other kinds): what DispatchPlan::finish takes.
   absl::StatusOr<std::vector<std::string>> Run(const DispatchPlan& plan);
 
+  // CPU time spent copying host bytes into the upload ring and read-back
+  // bytes out of the readback ring, summed over batches (nanoseconds).
+  uint64_t copy_in_ns() const { return copy_in_ns_.load(std::memory_order_relaxed); }
+  uint64_t copy_out_ns() const { return copy_out_ns_.load(std::memory_order_relaxed); }
+
  private:
   // `failure` happened on the device: was the device lost with it?
   absl::Status DeviceFailure(const absl::Status& failure);
 
   PlanExecutorParts parts_;
+  std::atomic<uint64_t> copy_in_ns_{0};
+  std::atomic<uint64_t> copy_out_ns_{0};
 };
 
 }  // namespace dmlserve::d3d12

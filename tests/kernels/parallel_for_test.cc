@@ -1,4 +1,4 @@
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 
 #include <atomic>
 #include <thread>

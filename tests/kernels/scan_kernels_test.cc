@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/float16.h"
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 #include "tests/reference/random_operations.h"
 #include "tests/reference/reference.h"
 

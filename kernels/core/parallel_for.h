@@ -1,5 +1,5 @@
-#ifndef DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
-#define DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
+#ifndef DMLSERVE_KERNELS_CORE_PARALLEL_FOR_H_
+#define DMLSERVE_KERNELS_CORE_PARALLEL_FOR_H_
 
 // A small process-wide thread pool shared by every CPU kernel and device.
 //
@@ -12,6 +12,7 @@
 // slot. A call with too little work for two chunks runs inline without a
 // slot: waiting for one would cost more than the work.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
@@ -40,6 +41,11 @@ void ParallelFor(int64_t count, int64_t min_chunk,
                  absl::FunctionRef<void(int64_t begin, int64_t end)> body,
                  int64_t chunks_per_thread = 4);
 
+// memcpy of `bytes` from `source` to `destination`, split over the pool in
+// 1 MiB chunks when it is large (4 MiB or more): one thread cannot saturate
+// the memory system (nor a PCIe-mapped staging buffer), several can.
+void ParallelMemcpy(void* destination, const void* source, size_t bytes);
+
 // While an instance lives, ParallelFor calls on this thread run every chunk
 // on this thread, without the pool (and without taking a slot). For callers
 // that know the other cores are busy with other work (see
@@ -57,4 +63,4 @@ class SerialParallelForScope {
 
 }  // namespace dmlserve
 
-#endif  // DMLSERVE_KERNELS_CPU_PARALLEL_FOR_H_
+#endif  // DMLSERVE_KERNELS_CORE_PARALLEL_FOR_H_

@@ -1,19 +1,21 @@
-#include "kernels/cpu/parallel_for.h"
+#include "kernels/core/parallel_for.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 
-#include "kernels/cpu/isa_portability.h"
-
-#if DMLSERVE_X86
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
+#define DMLSERVE_SPIN_PAUSE 1
 #include <immintrin.h>
+#else
+#define DMLSERVE_SPIN_PAUSE 0
 #endif
 
 namespace dmlserve {
@@ -32,7 +34,7 @@ bool SpinUntil(Ready ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (ready()) return true;
-#if DMLSERVE_X86
+#if DMLSERVE_SPIN_PAUSE
     _mm_pause();
 #endif
     if (i % 64 == 63 && std::chrono::steady_clock::now() > deadline) return ready();
@@ -206,6 +208,25 @@ void ParallelFor(int64_t count, int64_t min_chunk,
   while (loop->RunOne()) {
   }
   loop->Wait();
+}
+
+void ParallelMemcpy(void* destination, const void* source, size_t bytes) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  if (bytes < 4 * kChunk) {
+    std::memcpy(destination, source, bytes);
+    return;
+  }
+  auto* to = static_cast<char*>(destination);
+  const auto* from = static_cast<const char*>(source);
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+  ParallelFor(
+      chunks, 1,
+      [&](int64_t begin, int64_t end) {
+        const size_t first = static_cast<size_t>(begin) * kChunk;
+        const size_t last = std::min(bytes, static_cast<size_t>(end) * kChunk);
+        std::memcpy(to + first, from + first, last - first);
+      },
+      /*chunks_per_thread=*/2);
 }
 
 }  // namespace dmlserve
