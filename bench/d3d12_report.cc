@@ -131,12 +131,11 @@ absl::Status MatMulFigures(const DispatchPlan& plan, const QuantizedMatMulOperat
   for (const d3d12::Dispatch& d : plan.dispatches) {
     // qmm.reduce (split-K's second pass) does no multiply-adds.
     if (!IsMatMul(d) || absl::StartsWith(d.kernel, "qmm.reduce/")) continue;
-    absl::StatusOr<QuantizedMatMulKernelSpec> spec = QuantizedMatMulKernelSpec::Parse(d.kernel);
-    if (!spec.ok()) return spec.status();
-    // Per thread and iteration of the K loop: a kMicroM x kMicroN micro tile
-    // times the kStepValues K values staged per step.
-    const double thread_macs =
-        static_cast<double>(spec->kMicroM) * spec->kMicroN * spec->kStepValues;
+    absl::StatusOr<d3d12::QuantizedMatMulKernelShape> shape =
+        d3d12::QuantizedMatMulShapeOf(d.kernel);
+    if (!shape.ok()) return shape.status();
+    // Per thread and iteration of the K loop.
+    const double thread_macs = shape->thread_macs_per_iteration;
     absl::StatusOr<std::vector<uint8_t>> dxbc = Kernel(d.kernel);
     if (!dxbc.ok()) return dxbc.status();
     absl::StatusOr<InnerLoopWork> loop = MeasureInnerMadLoop(*dxbc);
@@ -155,12 +154,12 @@ absl::Status MatMulFigures(const DispatchPlan& plan, const QuantizedMatMulOperat
     f.p3_bytes_per_mac = std::max(f.p3_bytes_per_mac.value_or(0), p3);
     // Groups at or past kConstGroupCount exit at once (the grid is rounded
     // up to a rectangle): they do no MACs.
-    // A split-K dispatch's groups share the tiles' K steps between them.
+    // A split-K dispatch's groups share the tiles' K quads between them.
     const double active = d.constants[d3d12::kConstGroupCount];
-    const bool split = spec->output == d3d12::QmmOutput::kInt32Partial;
-    const double tiles = split ? d.constants[d3d12::kQmmConstTilesPerSlice] : active;
-    const double k_steps = d.constants[d3d12::kQmmConstDepthQuads];
-    performed += tiles * spec->tile_m() * spec->tile_n() * k_steps * spec->kStepValues;
+    const double tiles =
+        shape->split_k_partials ? d.constants[d3d12::kQmmConstTilesPerSlice] : active;
+    const double k_values = 16.0 * d.constants[d3d12::kQmmConstDepthQuads];
+    performed += tiles * shape->tile_m * shape->tile_n * k_values;
     groups += active;
   }
   if (performed == 0) return absl::InternalError("the plan has no matmul dispatch");

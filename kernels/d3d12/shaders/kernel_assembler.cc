@@ -1,5 +1,7 @@
 #include "kernels/d3d12/shaders/kernel_assembler.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace dmlserve::d3d12 {
 
 void KernelAssembler::DeclareBindings(int srvs, int uavs) {
@@ -34,6 +36,12 @@ void KernelAssembler::LoopWhileUnsignedLess(const Operand& counter, const Operan
   const Operand done = Scalar();
   uge(done, counter, limit);
   breakc_nz(done);
+}
+
+absl::StatusOr<std::vector<uint8_t>> FinishKernel(KernelAssembler& a, const std::string& key) {
+  absl::StatusOr<std::vector<uint8_t>> blob = a.Finish();
+  if (!blob.ok()) return absl::InternalError(absl::StrCat(key, ": ", blob.status().message()));
+  return blob;
 }
 
 }  // namespace dmlserve::d3d12

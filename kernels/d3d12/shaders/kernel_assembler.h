@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "kernels/d3d12/shaders/kernel_abi.h"
 #include "kernels/dxbc/assembler.h"
 
@@ -43,6 +45,9 @@ class KernelAssembler : public dxbc::Assembler {
   // loop { if (counter >= limit) break; ... : the head of a counted loop.
   void LoopWhileUnsignedLess(const Operand& counter, const Operand& limit);
 };
+
+// a.Finish(), with a failure reported as INTERNAL naming the kernel `key`.
+absl::StatusOr<std::vector<uint8_t>> FinishKernel(KernelAssembler& a, const std::string& key);
 
 }  // namespace dmlserve::d3d12
 

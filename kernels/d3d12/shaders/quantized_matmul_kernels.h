@@ -90,6 +90,31 @@ struct QuantizedMatMulKernelSpec {
   static absl::StatusOr<QuantizedMatMulKernelSpec> Parse(absl::string_view key);
 };
 
+// qmm.rows: products of few rows (a GEMV, a few fused requests), where a 128
+// x 128 tile would mostly compute rows that do not exist. One group of 256
+// threads computes R rows (1, 2, 4, 8 or 16) x 512 columns over one split of
+// K and stores int32 partials for qmm.reduce (even with one split: a thread
+// owns 2 columns, half an output word). The group first stages its R rows of
+// A for the whole split, centred, in groupshared memory ([row][k], 16 KiB,
+// so a split holds at most 256 / R quads); then per K quad each thread loads
+// its 2 columns' 16-byte quads of B (consecutive threads, consecutive 32
+// bytes), extracts and centres those 32 values once, and multiply-adds them
+// with every row's 16 values, read as 4 broadcast 16-byte groupshared loads.
+// Per quad a thread does 32 * R MACs for 64 + 36 * R ALU ops.
+struct QuantizedMatMulRowsSpec {
+  bool a_signed = true;
+  bool b_signed = true;
+  uint32_t rows = 16;  // R: 1, 2, 4, 8 or 16
+  static constexpr uint32_t kThreads = 256;
+  static constexpr uint32_t kColumnsPerThread = 2;
+  static constexpr uint32_t kSharedBytes = 16384;
+  static constexpr uint32_t tile_n() { return kThreads * kColumnsPerThread; }
+  // K quads one split may hold (A staged whole).
+  uint32_t max_split_quads() const { return kSharedBytes / (rows * 64); }
+  std::string Key() const;  // "qmm.rows/s8/u8/r16"
+  static absl::StatusOr<QuantizedMatMulRowsSpec> Parse(absl::string_view key);
+};
+
 // qmm.reduce: adds the split-K partials of one output word per thread and
 // requantizes them like qmm.gemm. Bindings: t2, t3 as qmm.gemm, t0 the
 // partials, u0 the output.
@@ -102,10 +127,24 @@ struct QuantizedMatMulReduceSpec {
 
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernel(
     const QuantizedMatMulKernelSpec& spec);
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulRowsKernel(
+    const QuantizedMatMulRowsSpec& spec);
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulReduceKernel(
     const QuantizedMatMulReduceSpec& spec);
 
-// Builds either kind from its key ("qmm.gemm/..." or "qmm.reduce/...").
+// What one multiply-adding kernel computes, for reports: a group's tile, and
+// per thread and iteration of its K loop, the K values and MACs.
+struct QuantizedMatMulKernelShape {
+  uint32_t tile_m = 0, tile_n = 0;
+  uint32_t k_per_iteration = 0;
+  uint32_t thread_macs_per_iteration = 0;
+  bool split_k_partials = false;  // stores int32 partials for qmm.reduce
+};
+// NOT_FOUND for qmm.reduce (no multiply-adds), INVALID_ARGUMENT for a bad key.
+absl::StatusOr<QuantizedMatMulKernelShape> QuantizedMatMulShapeOf(absl::string_view key);
+
+// Builds any of them from its key ("qmm.gemm/...", "qmm.rows/...",
+// "qmm.reduce/...").
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernelForKey(absl::string_view key);
 
 // Every kernel key the planner can dispatch.

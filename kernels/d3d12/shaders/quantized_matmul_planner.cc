@@ -305,6 +305,11 @@ void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, 
 // partials' traffic stay small against the multiply-adds.
 constexpr uint64_t kSplitKTargetGroups = 2 * 132;
 constexpr uint32_t kMinSplitQuads = 16;
+// Products of at most this many rows run on qmm.rows (R <= 16 rows per group)
+// rather than 128-row tiles, of which they would use under half.
+constexpr uint64_t kRowsKernelMaxRows = 64;
+// qmm.rows splits keep at least this many K quads (64 k) each.
+constexpr uint64_t kMinRowsSplitQuads = 4;
 
 // The K quads per split of a (rows x N x K) product: 0 when not split.
 uint32_t SplitQuads(uint64_t rows, const QuantizedMatMulOperation& op) {
@@ -315,6 +320,94 @@ uint32_t SplitQuads(uint64_t rows, const QuantizedMatMulOperation& op) {
       std::min<uint64_t>(CeilDiv(kSplitKTargetGroups, tiles), kq / kMinSplitQuads);
   if (splits < 2) return 0;
   return static_cast<uint32_t>(CeilDiv(kq, splits));
+}
+
+// The second pass of a split product: partials summed and requantized.
+void AddReduce(const QuantizedMatMulOperation& first, const Dispatch& product, uint32_t splits,
+               uint64_t total_rows, BufferId partials, BufferId rows, BufferId column_params,
+               BufferId out, PlanBuilder& builder) {
+  QuantizedMatMulReduceSpec reduce_spec;
+  reduce_spec.output_signed = IsSigned(first.output_data_type);
+  Dispatch reduce;
+  reduce.kernel = reduce_spec.Key();
+  reduce.constants = product.constants;
+  reduce.constants[kQmmConstSplits] = splits;
+  const uint64_t row_words = (first.n + 3) / 4;
+  SetGroupCount(reduce, CeilDiv(total_rows * row_words, QuantizedMatMulReduceSpec::kThreads));
+  Bind(reduce, partials, BufferBinding::kUnbound, rows, column_params, out);
+  builder.AddDispatch(1, std::move(reduce));
+}
+
+// One product of `total_rows` rows on qmm.gemm, split along K when it has
+// too few tiles.
+void PlanGemmDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
+                        uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
+                        BufferId column_params, BufferId out, PlanBuilder& builder) {
+  const uint64_t row_words = (first.n + 3) / 4;
+  Dispatch d = GemmDispatch(first, total_rows, 1);
+  d.constants[kQmmConstRowParamBytes] = row_param_bytes;
+  const uint32_t split_quads = SplitQuads(total_rows, first);
+  if (split_quads == 0) {
+    Bind(d, a, b, rows, column_params, out);
+    builder.AddDispatch(0, std::move(d));
+  } else {
+    // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
+    // requantized into `out`.
+    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthQuads(first.k), split_quads));
+    const BufferId partials = builder.AddDeviceBuffer(
+        BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
+    const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
+    Spec spec = GemmSpec(first);
+    spec.output = QmmOutput::kInt32Partial;
+    d.kernel = spec.Key();
+    d.constants[kQmmConstSplitQuads] = split_quads;
+    SetGroupCount(d, tiles * splits);
+    Bind(d, a, b, rows, column_params, partials);
+    builder.AddDispatch(0, d);
+    AddReduce(first, d, splits, total_rows, partials, rows, column_params, out, builder);
+  }
+}
+
+// One product of at most kRowsKernelMaxRows rows on qmm.rows: R rows per
+// group (the fewest that hold them, up to 16), split along K into enough
+// groups for the device (each split's A staged whole: at most 256 / R
+// quads), then qmm.reduce.
+void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
+                        uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
+                        BufferId column_params, BufferId out, PlanBuilder& builder) {
+  QuantizedMatMulRowsSpec spec;
+  spec.a_signed = IsSigned(first.a.data_type);
+  spec.b_signed = IsSigned(first.b.data_type);
+  spec.rows = 1;
+  while (spec.rows < total_rows && spec.rows < 16) spec.rows *= 2;
+  const uint64_t tiles_m = CeilDiv(total_rows, spec.rows);
+  const uint64_t tiles_n = CeilDiv(first.n, QuantizedMatMulRowsSpec::tile_n());
+  const uint64_t tiles = tiles_m * tiles_n;
+  const uint32_t kq = DepthQuads(first.k);
+  const uint64_t wanted_splits = CeilDiv(kSplitKTargetGroups, tiles);
+  // Rounded down, so that the splits make at least the groups wanted.
+  uint64_t split_quads = std::max<uint64_t>(kq / wanted_splits, kMinRowsSplitQuads);
+  split_quads = std::min<uint64_t>({split_quads, spec.max_split_quads(), kq});
+  const uint32_t splits = static_cast<uint32_t>(CeilDiv(kq, split_quads));
+  const uint64_t row_words = (first.n + 3) / 4;
+  const BufferId partials =
+      builder.AddDeviceBuffer(BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
+  Dispatch d;
+  d.kernel = spec.Key();
+  d.constants[kQmmConstRows] = static_cast<uint32_t>(total_rows);
+  d.constants[kQmmConstColumns] = first.n;
+  d.constants[kQmmConstDepth] = first.k;
+  d.constants[kQmmConstDepthQuads] = kq;
+  d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
+  d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles);
+  d.constants[kQmmConstChannels] = 1;
+  d.constants[kQmmConstOutputWords] = static_cast<uint32_t>(row_words);
+  d.constants[kQmmConstRowParamBytes] = row_param_bytes;
+  d.constants[kQmmConstSplitQuads] = static_cast<uint32_t>(split_quads);
+  SetGroupCount(d, tiles * splits);
+  Bind(d, a, b, rows, column_params, partials);
+  builder.AddDispatch(0, d);
+  AddReduce(first, d, splits, total_rows, partials, rows, column_params, out, builder);
 }
 
 // Jobs whose B is one matrix, as one product of their stacked A rows.
@@ -339,35 +432,10 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   const BufferId rows = builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
   const uint64_t row_words = (first.n + 3) / 4;
   const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
-  Dispatch d = GemmDispatch(first, total_rows, 1);
-  d.constants[kQmmConstRowParamBytes] = row_param_bytes;
-  const uint32_t split_quads = SplitQuads(total_rows, first);
-  if (split_quads == 0) {
-    Bind(d, a, b, rows, column_params, out);
-    builder.AddDispatch(0, std::move(d));
+  if (total_rows <= kRowsKernelMaxRows) {
+    PlanRowsDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out, builder);
   } else {
-    // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
-    // requantized into `out`.
-    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthQuads(first.k), split_quads));
-    const BufferId partials = builder.AddDeviceBuffer(
-        BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
-    const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
-    Spec spec = GemmSpec(first);
-    QuantizedMatMulReduceSpec reduce_spec;
-    reduce_spec.output_signed = spec.output == QmmOutput::kInt8;
-    spec.output = QmmOutput::kInt32Partial;
-    d.kernel = spec.Key();
-    d.constants[kQmmConstSplitQuads] = split_quads;
-    SetGroupCount(d, tiles * splits);
-    Bind(d, a, b, rows, column_params, partials);
-    Dispatch reduce;
-    reduce.kernel = reduce_spec.Key();
-    reduce.constants = d.constants;
-    reduce.constants[kQmmConstSplits] = splits;
-    SetGroupCount(reduce, CeilDiv(total_rows * row_words, QuantizedMatMulReduceSpec::kThreads));
-    Bind(reduce, partials, BufferBinding::kUnbound, rows, column_params, out);
-    builder.AddDispatch(0, std::move(d));
-    builder.AddDispatch(1, std::move(reduce));
+    PlanGemmDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out, builder);
   }
   uint64_t first_row = 0;
   for (WorkItem* item : items) {

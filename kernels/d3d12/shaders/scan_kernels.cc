@@ -467,11 +467,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildScanKernel(const ScanKernelSpec& spec)
       BuildTiled(a, spec);
       break;
   }
-  absl::StatusOr<std::vector<uint8_t>> blob = a.Finish();
-  if (!blob.ok()) {
-    return absl::InternalError(absl::StrCat(spec.Key(), ": ", blob.status().message()));
-  }
-  return blob;
+  return FinishKernel(a, spec.Key());
 }
 
 // 64 threads, each scanning 4 (short axes: few idle threads) or 16 elements
