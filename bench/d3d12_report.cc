@@ -231,12 +231,12 @@ absl::Status RunBatch(d3d12::DeviceRuntime& runtime, CommandRecorder& recorder, 
     }
   }
   recorder.Take();
-  absl::StatusOr<std::vector<std::string>> outputs = runtime.Run(plan);
+  absl::StatusOr<d3d12::ReadBackBuffers> outputs = runtime.Run(plan);
   f.recorded = recorder.Take();
   if (!outputs.ok()) return outputs.status();
   std::set<const char*> read_back;
-  for (const std::string& output : *outputs) {
-    if (!output.empty()) read_back.insert(output.data());
+  for (const std::shared_ptr<Buffer>& output : *outputs) {
+    if (output != nullptr) read_back.insert(output->data());
   }
   if (absl::Status finished = plan.finish(*outputs); !finished.ok()) return finished;
   if (!item.status.ok()) return item.status;

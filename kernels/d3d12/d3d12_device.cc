@@ -69,7 +69,7 @@ absl::Status D3D12Device::ExecuteOn(DeviceRuntime& runtime, absl::Span<WorkItem>
     FailItems(items, plan.status());
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<std::string>> outputs = runtime.Run(*plan);
+  absl::StatusOr<ReadBackBuffers> outputs = runtime.Run(*plan);
   if (!outputs.ok()) {
     if (absl::Status health = runtime.health(); !health.ok()) return health;
     FailItems(items, outputs.status());

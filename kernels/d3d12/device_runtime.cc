@@ -105,7 +105,7 @@ DeviceRuntime::~DeviceRuntime() {
   parts_->pool->Release(std::move(parts_->unbound_uav));
 }
 
-absl::StatusOr<std::vector<std::string>> DeviceRuntime::Run(const DispatchPlan& plan) {
+absl::StatusOr<ReadBackBuffers> DeviceRuntime::Run(const DispatchPlan& plan) {
   return parts_->executor->Run(plan);
 }
 

@@ -65,7 +65,7 @@ class DeviceRuntime {
 
   // Runs `plan` and returns its outputs (see PlanExecutor::Run); does not call
   // plan.finish. Thread-safe.
-  absl::StatusOr<std::vector<std::string>> Run(const DispatchPlan& plan);
+  absl::StatusOr<ReadBackBuffers> Run(const DispatchPlan& plan);
 
   // OK, or why the device was lost. Once lost, Run fails at once.
   absl::Status health() const;

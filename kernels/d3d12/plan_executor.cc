@@ -171,7 +171,7 @@ absl::Status PlanExecutor::DeviceFailure(const absl::Status& failure) {
   return lost.ok() ? failure : lost;
 }
 
-absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& plan) {
+absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   if (absl::Status health = parts_.health->status(); !health.ok()) return health;
   if (absl::Status valid = ValidatePlan(plan); !valid.ok()) return valid;
 
@@ -352,14 +352,12 @@ absl::StatusOr<std::vector<std::string>> PlanExecutor::Run(const DispatchPlan& p
   buffers.uploading_.clear();
 
   const auto copy_out_start = std::chrono::steady_clock::now();
-  std::vector<std::string> outputs(count);
+  ReadBackBuffers outputs(count);
   for (BufferId id = 0; id < count; ++id) {
     if (plan.buffers[id].kind != BufferKind::kOutput) continue;
     const uint8_t* source = staging->readback_data() + staging_offset[id];
-    // resize's zero fill also maps the pages on this thread, so the copy's
-    // threads do not fault on them.
-    outputs[id].resize(plan.buffers[id].size_bytes);
-    ParallelMemcpy(outputs[id].data(), source, plan.buffers[id].size_bytes);
+    outputs[id] = Buffer::Uninitialized(plan.buffers[id].size_bytes);
+    ParallelMemcpy(outputs[id]->data(), source, plan.buffers[id].size_bytes);
   }
   copy_out_ns_.fetch_add(ElapsedNs(copy_out_start), std::memory_order_relaxed);
   return outputs;

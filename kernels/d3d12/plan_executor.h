@@ -57,9 +57,8 @@ class PlanExecutor {
  public:
   explicit PlanExecutor(const PlanExecutorParts& parts) : parts_(parts) {}
 
-  // The contents of every kOutput buffer, indexed by BufferId (empty strings
-  // for the other kinds): what DispatchPlan::finish takes.
-  absl::StatusOr<std::vector<std::string>> Run(const DispatchPlan& plan);
+  // The read-back kOutput buffers: what DispatchPlan::finish takes.
+  absl::StatusOr<ReadBackBuffers> Run(const DispatchPlan& plan);
 
   // CPU time spent copying host bytes into the upload ring and read-back
   // bytes out of the readback ring, summed over batches (nanoseconds).

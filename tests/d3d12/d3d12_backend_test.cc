@@ -190,9 +190,9 @@ TEST(D3D12DeviceTest, BatchFailuresFailTheItemsNotTheDevice) {
     plan.dispatches = {d3d12::testing::AddDispatch(0, 0, 1, n, 0)};
     if (mode == Mode::kUnknownKernel) plan.dispatches[0].kernel = "test/missing";
     WorkItem* item = &items[0];
-    plan.finish = [item, input](std::vector<std::string>& outputs) {
+    plan.finish = [item, input](d3d12::ReadBackBuffers& outputs) {
       item->output = Tensor::Allocate(input.data_type, input.sizes);
-      item->output.bytes = Buffer::Adopt(outputs[1]);
+      item->output.bytes = outputs[1];
       return absl::OkStatus();
     };
     return plan;

@@ -103,12 +103,12 @@ TEST_F(RuntimeTest, RunsTrivialKernel) {
   auto runtime = MakeRuntime();
   ASSERT_NE(runtime, nullptr);
   std::vector<uint32_t> a = RandomWords(1000, 1), b = RandomWords(1000, 2);
-  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 7));
+  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, 7));
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   ASSERT_EQ(outputs->size(), 3u);
-  EXPECT_TRUE((*outputs)[0].empty());
-  EXPECT_TRUE((*outputs)[1].empty());
-  EXPECT_EQ(Words((*outputs)[2]), AddReference(a, b, 7));
+  EXPECT_EQ((*outputs)[0], nullptr);
+  EXPECT_EQ((*outputs)[1], nullptr);
+  EXPECT_EQ(Words((*outputs)[2]->view()), AddReference(a, b, 7));
   EXPECT_TRUE(runtime->health().ok());
 }
 
@@ -130,9 +130,9 @@ TEST_F(RuntimeTest, BindsOffsetsIntoBuffersAndHostBytes) {
   add.srvs[1].offset_bytes = 50 * 4;  // b's elements 50..149 = both[150..249]
   add.uavs[0].offset_bytes = 50 * 4;
   plan.dispatches = {add};
-  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
-  std::vector<uint32_t> out = Words((*outputs)[2]);
+  std::vector<uint32_t> out = Words((*outputs)[2]->view());
   ASSERT_EQ(out.size(), 150u);
   for (size_t i = 0; i < 100; ++i) {
     ASSERT_EQ(out[50 + i], both[i] + both[150 + i]) << i;
@@ -156,9 +156,9 @@ TEST_F(RuntimeTest, OrdersDependentDispatchesWithBarriersAndTransitions) {
     plan.dispatches.push_back(accumulate);
   }
   plan.dispatches.push_back(AddDispatch(2, 1, 3, n, 1));
-  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
-  std::vector<uint32_t> out = Words((*outputs)[3]);
+  std::vector<uint32_t> out = Words((*outputs)[3]->view());
   ASSERT_EQ(out.size(), n);
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] * 2 + y[i] * 2 + 1) << i;
 }
@@ -175,9 +175,9 @@ TEST_F(RuntimeTest, ZeroedBuffersAreZeroEvenWhenThePoolReusesThem) {
     Dispatch accumulate = AccumulateDispatch(0, 1, n);
     accumulate.barrier_after = true;
     plan.dispatches = {accumulate, AddDispatch(1, 0, 2, n, 0)};
-    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+    absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
     ASSERT_TRUE(outputs.ok()) << outputs.status();
-    std::vector<uint32_t> out = Words((*outputs)[2]);
+    std::vector<uint32_t> out = Words((*outputs)[2]->view());
     for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] * 2) << "round " << round << " " << i;
   }
 }
@@ -187,9 +187,9 @@ TEST_F(RuntimeTest, SteadyStateCreatesNoResources) {
   ASSERT_NE(runtime, nullptr);
   auto run = [&](size_t n, uint32_t seed) {
     std::vector<uint32_t> a = RandomWords(n, seed), b = RandomWords(n, seed + 1);
-    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, seed));
+    absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, seed));
     ASSERT_TRUE(outputs.ok()) << outputs.status();
-    ASSERT_EQ(Words((*outputs)[2]), AddReference(a, b, seed));
+    ASSERT_EQ(Words((*outputs)[2]->view()), AddReference(a, b, seed));
   };
   // Warm-up: the shapes the "service" sees.
   for (size_t n : {1000, 20000, 3000}) run(n, 10);
@@ -215,9 +215,9 @@ TEST_F(RuntimeTest, StagingRingsGrowForLargeBatches) {
   const uint64_t before = runtime->memory_bytes();
   const size_t n = 1 << 20;  // 4 MiB per buffer, far past the rings' 64 KiB
   std::vector<uint32_t> a = RandomWords(n, 7), b = RandomWords(n, 8);
-  absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 3));
+  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, 3));
   ASSERT_TRUE(outputs.ok()) << outputs.status();
-  EXPECT_EQ(Words((*outputs)[2]), AddReference(a, b, 3));
+  EXPECT_EQ(Words((*outputs)[2]->view()), AddReference(a, b, 3));
   // Three 4 MiB pooled buffers and rings of at least 8 + 4 MiB.
   EXPECT_GE(runtime->memory_bytes(), before + 3 * (4u << 20) + (12u << 20));
 }
@@ -239,12 +239,12 @@ TEST_F(RuntimeTest, ConcurrentBatchesShareTheRingsAndStayCorrect) {
         size_t n = 1000 + 7000 * ((t + i) % 4);
         uint32_t seed = static_cast<uint32_t>(100 * t + i);
         std::vector<uint32_t> a = RandomWords(n, seed), b = RandomWords(n, seed + 50);
-        absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, seed));
+        absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, seed));
         if (!outputs.ok()) {
           failures[t] = std::string(outputs.status().message());
           return;
         }
-        if (Words((*outputs)[2]) != AddReference(a, b, seed)) {
+        if (Words((*outputs)[2]->view()) != AddReference(a, b, seed)) {
           failures[t] = "wrong result in batch " + std::to_string(i);
           return;
         }
@@ -273,27 +273,27 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   };
   EXPECT_FALSE(runtime->IsResident("w1"));
   std::vector<uint32_t> x1 = RandomWords(n, 11), x2 = RandomWords(n, 12);
-  absl::StatusOr<std::vector<std::string>> first = runtime->Run(plan_with(weights, x1));
+  absl::StatusOr<ReadBackBuffers> first = runtime->Run(plan_with(weights, x1));
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(Words((*first)[2]), AddReference(weights, x1, 0));
+  EXPECT_EQ(Words((*first)[2]->view()), AddReference(weights, x1, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 1u);
   EXPECT_TRUE(runtime->IsResident("w1"));
   EXPECT_FALSE(runtime->IsResident("w"));
   EXPECT_FALSE(runtime->IsResident("w1/test"));
   const uint64_t created = runtime->stats().buffers_created;
 
-  absl::StatusOr<std::vector<std::string>> second = runtime->Run(plan_with(impostor, x2));
+  absl::StatusOr<ReadBackBuffers> second = runtime->Run(plan_with(impostor, x2));
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(Words((*second)[2]), AddReference(weights, x2, 0));
+  EXPECT_EQ(Words((*second)[2]->view()), AddReference(weights, x2, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 1u);
   EXPECT_EQ(runtime->stats().buffers_created, created);
 
   // Released: the next batch uploads what it brings.
   runtime->Evict("w1");
   EXPECT_FALSE(runtime->IsResident("w1"));
-  absl::StatusOr<std::vector<std::string>> third = runtime->Run(plan_with(impostor, x2));
+  absl::StatusOr<ReadBackBuffers> third = runtime->Run(plan_with(impostor, x2));
   ASSERT_TRUE(third.ok()) << third.status();
-  EXPECT_EQ(Words((*third)[2]), AddReference(impostor, x2, 0));
+  EXPECT_EQ(Words((*third)[2]->view()), AddReference(impostor, x2, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 2u);
 }
 
@@ -313,10 +313,10 @@ TEST_F(RuntimeTest, ConcurrentBatchesNeedingOneResidentTensorUploadItOnce) {
       plan.buffers = {ResidentBuffer("shared", weights), UploadBuffer(x),
                       DeviceBuffer(BufferKind::kOutput, n)};
       plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
-      absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+      absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
       if (!outputs.ok()) {
         failures[t] = std::string(outputs.status().message());
-      } else if (Words((*outputs)[2]) != AddReference(weights, x, 0)) {
+      } else if (Words((*outputs)[2]->view()) != AddReference(weights, x, 0)) {
         failures[t] = "wrong result";
       }
     });
@@ -348,12 +348,12 @@ TEST_F(RuntimeTest, BatchesNeedingEachOthersResidentUploadsFinish) {
         if (t == 1) std::swap(first, second);
         plan.buffers = {first, second, DeviceBuffer(BufferKind::kOutput, n)};
         plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
-        absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(plan);
+        absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
         if (!outputs.ok()) {
           failures[t] = std::string(outputs.status().message());
           return;
         }
-        if (Words((*outputs)[2]) != AddReference(x, y, 0)) {
+        if (Words((*outputs)[2]->view()) != AddReference(x, y, 0)) {
           failures[t] = "wrong result in round " + std::to_string(round);
           return;
         }
@@ -373,16 +373,16 @@ TEST_F(RuntimeTest, FaultInjectionRemovesTheDeviceAfterNBatches) {
   ASSERT_NE(runtime, nullptr);
   std::vector<uint32_t> a = RandomWords(100, 14), b = RandomWords(100, 15);
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<std::vector<std::string>> outputs = runtime->Run(AddPlan(a, b, 0));
+    absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, 0));
     ASSERT_TRUE(outputs.ok()) << "batch " << i << ": " << outputs.status();
   }
-  absl::StatusOr<std::vector<std::string>> failed = runtime->Run(AddPlan(a, b, 0));
+  absl::StatusOr<ReadBackBuffers> failed = runtime->Run(AddPlan(a, b, 0));
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
   EXPECT_THAT(failed.status().message(), HasSubstr("DXGI_ERROR_DEVICE_REMOVED"));
   EXPECT_FALSE(runtime->health().ok());
   // Removed for good.
-  absl::StatusOr<std::vector<std::string>> later = runtime->Run(AddPlan(a, b, 0));
+  absl::StatusOr<ReadBackBuffers> later = runtime->Run(AddPlan(a, b, 0));
   EXPECT_TRUE(absl::IsUnavailable(later.status())) << later.status();
   EXPECT_EQ(runtime->stats().submissions, 2u);
 }
@@ -393,7 +393,7 @@ TEST_F(RuntimeTest, FaultInjectionFromTheEnvironment) {
   unsetenv(kFailAfterBatchesEnv);
   ASSERT_NE(runtime, nullptr);
   std::vector<uint32_t> a = RandomWords(100, 16);
-  absl::StatusOr<std::vector<std::string>> failed = runtime->Run(AddPlan(a, a, 0));
+  absl::StatusOr<ReadBackBuffers> failed = runtime->Run(AddPlan(a, a, 0));
   EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
   // Other devices are unaffected.
   auto healthy = MakeRuntime();
@@ -433,9 +433,9 @@ TEST_F(RuntimeTest, BadPlansFailTheBatchNotTheDevice) {
   EXPECT_THAT(status.message(), HasSubstr("test/no-such-kernel"));
 
   EXPECT_TRUE(runtime->health().ok());
-  absl::StatusOr<std::vector<std::string>> good = runtime->Run(AddPlan(a, a, 0));
+  absl::StatusOr<ReadBackBuffers> good = runtime->Run(AddPlan(a, a, 0));
   ASSERT_TRUE(good.ok()) << good.status();
-  EXPECT_EQ(Words((*good)[2]), AddReference(a, a, 0));
+  EXPECT_EQ(Words((*good)[2]->view()), AddReference(a, a, 0));
 }
 
 TEST_F(RuntimeTest, LogicalDevicesOnOneAdapterRunSideBySide) {
@@ -444,14 +444,14 @@ TEST_F(RuntimeTest, LogicalDevicesOnOneAdapterRunSideBySide) {
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
   std::vector<uint32_t> a = RandomWords(5000, 18), b = RandomWords(5000, 19);
-  absl::StatusOr<std::vector<std::string>> one, two;
+  absl::StatusOr<ReadBackBuffers> one, two;
   std::thread other([&] { two = second->Run(AddPlan(a, b, 2)); });
   one = first->Run(AddPlan(a, b, 1));
   other.join();
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_TRUE(two.ok()) << two.status();
-  EXPECT_EQ(Words((*one)[2]), AddReference(a, b, 1));
-  EXPECT_EQ(Words((*two)[2]), AddReference(a, b, 2));
+  EXPECT_EQ(Words((*one)[2]->view()), AddReference(a, b, 1));
+  EXPECT_EQ(Words((*two)[2]->view()), AddReference(a, b, 2));
   EXPECT_EQ(first->stats().submissions, 1u);
   EXPECT_EQ(second->stats().submissions, 1u);
 }

@@ -57,7 +57,7 @@ absl::StatusOr<KernelTestRuntime*> KernelTestRuntime::Get() {
 absl::Status KernelTestRuntime::Run(absl::Span<WorkItem> items, const PlannerOptions& options) {
   absl::StatusOr<DispatchPlan> plan = PlanBatch(items, options);
   if (!plan.ok()) return plan.status();
-  absl::StatusOr<std::vector<std::string>> outputs = impl_->runtime->Run(*plan);
+  absl::StatusOr<ReadBackBuffers> outputs = impl_->runtime->Run(*plan);
   if (!outputs.ok()) return outputs.status();
   return plan->finish(*outputs);
 }

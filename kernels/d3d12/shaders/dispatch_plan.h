@@ -71,12 +71,17 @@ struct Dispatch {
   bool barrier_after = false;
 };
 
+// The read-back contents of a batch's kOutput buffers, indexed by BufferId
+// (null for the other kinds): pooled storage (kernels/core/buffer.h), so a
+// large output faults no fresh pages, and a finisher can adopt a buffer as a
+// tensor's bytes when the sizes agree.
+using ReadBackBuffers = std::vector<std::shared_ptr<Buffer>>;
+
 struct DispatchPlan {
   std::vector<BufferSpec> buffers;  // BufferId = index
   std::vector<Dispatch> dispatches;
-  // Called with the read-back contents of every kOutput buffer, indexed by
-  // BufferId (empty strings for other kinds); fills the batch's outputs.
-  std::function<absl::Status(std::vector<std::string>& outputs)> finish;
+  // Called with the read-back kOutput buffers; fills the batch's outputs.
+  std::function<absl::Status(ReadBackBuffers& outputs)> finish;
 };
 
 }  // namespace dmlserve::d3d12

@@ -58,8 +58,7 @@ void PlanBuilder::AddDispatch(int stage, Dispatch dispatch) {
   stages_[stage].push_back(std::move(dispatch));
 }
 
-void PlanBuilder::AddFinisher(
-    std::function<absl::Status(std::vector<std::string>& outputs)> finisher) {
+void PlanBuilder::AddFinisher(std::function<absl::Status(ReadBackBuffers& outputs)> finisher) {
   finishers_.push_back(std::move(finisher));
 }
 
@@ -76,7 +75,7 @@ DispatchPlan PlanBuilder::Build() && {
       plan.dispatches.back().barrier_after = true;
     }
   }
-  plan.finish = [finishers = std::move(finishers_)](std::vector<std::string>& outputs) {
+  plan.finish = [finishers = std::move(finishers_)](ReadBackBuffers& outputs) {
     for (const auto& finisher : finishers) {
       absl::Status status = finisher(outputs);
       if (!status.ok()) return status;

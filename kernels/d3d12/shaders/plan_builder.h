@@ -41,14 +41,14 @@ class PlanBuilder {
   BufferId AddDeviceBuffer(BufferKind kind, uint64_t size_bytes);
 
   void AddDispatch(int stage, Dispatch dispatch);
-  void AddFinisher(std::function<absl::Status(std::vector<std::string>& outputs)> finisher);
+  void AddFinisher(std::function<absl::Status(ReadBackBuffers& outputs)> finisher);
 
   DispatchPlan Build() &&;
 
  private:
   std::vector<BufferSpec> buffers_;
   std::vector<std::vector<Dispatch>> stages_;
-  std::vector<std::function<absl::Status(std::vector<std::string>&)>> finishers_;
+  std::vector<std::function<absl::Status(ReadBackBuffers&)>> finishers_;
 };
 
 }  // namespace dmlserve::d3d12

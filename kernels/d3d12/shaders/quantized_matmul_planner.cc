@@ -264,21 +264,21 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
 // output buffer's `sole_reader` and its rows have no padding (N a multiple
 // of 4), the read-back bytes become the tensor's as they are, uncopied.
 absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool sole_reader,
-                       std::vector<std::string>& outputs) {
+                       ReadBackBuffers& outputs) {
   const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
   const uint64_t rows = uint64_t{op.batch} * op.channel * op.m;
   const uint64_t row_bytes = uint64_t{(op.n + 3) / 4} * 4;
-  if (output >= outputs.size() || outputs[output].size() < (first_row + rows) * row_bytes) {
+  if (output >= outputs.size() || outputs[output] == nullptr ||
+      outputs[output]->size() < (first_row + rows) * row_bytes) {
     return absl::InternalError("matmul output missing from the read-back buffers");
   }
   std::shared_ptr<Buffer> bytes;
-  if (sole_reader && first_row == 0 && row_bytes == op.n) {
-    std::string& read_back = outputs[output];
-    read_back.resize(rows * op.n);  // shrinks in place: no copy
-    bytes = Buffer::Adopt(std::move(read_back));
+  if (sole_reader && first_row == 0 && row_bytes == op.n &&
+      outputs[output]->size() == rows * op.n) {
+    bytes = std::move(outputs[output]);
   } else {
     bytes = Buffer::Uninitialized(rows * op.n);
-    const char* src = outputs[output].data() + first_row * row_bytes;
+    const char* src = outputs[output]->data() + first_row * row_bytes;
     for (uint64_t r = 0; r < rows; ++r) {
       std::memcpy(bytes->data() + r * op.n, src + r * row_bytes, op.n);
     }
@@ -440,7 +440,7 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   uint64_t first_row = 0;
   for (WorkItem* item : items) {
     const bool sole_reader = items.size() == 1;
-    builder.AddFinisher([item, out, first_row, sole_reader](std::vector<std::string>& outputs) {
+    builder.AddFinisher([item, out, first_row, sole_reader](ReadBackBuffers& outputs) {
       return FinishJob(item, out, first_row, sole_reader, outputs);
     });
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
@@ -519,7 +519,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     if (uniform) d.constants[kQmmConstRowParamBytes] = 0;
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
-    builder.AddFinisher([item, out](std::vector<std::string>& outputs) {
+    builder.AddFinisher([item, out](ReadBackBuffers& outputs) {
       return FinishJob(item, out, 0, /*sole_reader=*/true, outputs);
     });
   }

@@ -167,17 +167,19 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     builder.AddDispatch(stage++, std::move(d));
   }
 
-  builder.AddFinisher([item, output, bytes = elements * element_bytes](
-                          std::vector<std::string>& outputs) -> absl::Status {
-    if (output >= outputs.size() || outputs[output].size() < bytes) {
+  builder.AddFinisher([item, output,
+                       bytes = elements * element_bytes](ReadBackBuffers& outputs) -> absl::Status {
+    if (output >= outputs.size() || outputs[output] == nullptr || outputs[output]->size() < bytes) {
       return absl::InternalError("scan output missing from the read-back buffers");
     }
     const ScanOperation& op = std::get<ScanOperation>(*item->operation);
-    std::string data = std::move(outputs[output]);
-    data.resize(bytes);
     item->output.data_type = op.input.data_type;
     item->output.sizes = op.input.sizes;
-    item->output.bytes = Buffer::Adopt(std::move(data));
+    // The read-back buffer is the tensor's storage unless it carries padding
+    // (an odd count of 16-bit values).
+    item->output.bytes = outputs[output]->size() == bytes
+                             ? std::move(outputs[output])
+                             : Buffer::Copy(outputs[output]->view().substr(0, bytes));
     item->output.registration.reset();
     return absl::OkStatus();
   });
