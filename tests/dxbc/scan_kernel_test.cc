@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "kernels/core/operation.h"
 #include "kernels/d3d12/shaders/batch_planner.h"
@@ -38,6 +39,7 @@ std::vector<Strategy> Strategies() {
   s[2].options.scan.serial_max_axis = 0;
   s[2].options.scan.line_max_tiles = std::numeric_limits<uint32_t>::max();
   s[2].options.scan.tile_shape = 0;
+  s[2].options.scan.strided_min_inner = std::numeric_limits<uint32_t>::max();
   s[3].name = "reduce-then-scan";
   s[3].options.scan.serial_max_axis = 0;
   s[3].options.scan.line_max_tiles = 0;
@@ -189,6 +191,31 @@ TEST(ScanKernelTest, MoreThan65535GroupsUseATwoDimensionalGrid) {
   ASSERT_EQ(plan->dispatches.size(), 1u);  // one group per line
   EXPECT_EQ(plan->dispatches[0].groups_x, 65535u);
   EXPECT_EQ(plan->dispatches[0].groups_y, 2u);
+  RunAndCheck(operations, Strategies()[0]);
+}
+
+// A long strided axis with many lines: one thread per line (coalesced: a
+// warp reads 32 adjacent lines' elements), exact for every kind.
+TEST(ScanKernelTest, StridedAxesWithManyLinesRunOneThreadPerLine) {
+  reference::RandomOperationGenerator generator(11);
+  std::vector<Operation> operations;
+  for (const ScanKind& k : AllScanKinds()) {
+    for (int variant = 0; variant < 2; ++variant) {
+      Tensor input = generator.RandomTensor(k.kind, k.type, {2, 70, 1030});
+      absl::StatusOr<ScanOperation> op = MakeScanOperation(
+          k.kind, std::move(input), 1,
+          variant ? AxisDirection::kDecreasing : AxisDirection::kIncreasing, variant == 1);
+      ASSERT_TRUE(op.ok()) << op.status();
+      operations.push_back(*std::move(op));
+    }
+  }
+  std::vector<WorkItem> items(1);
+  items[0].operation = &operations[0];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->dispatches.empty());
+  EXPECT_TRUE(absl::StartsWith(plan->dispatches[0].kernel, "scan.serial/"))
+      << plan->dispatches[0].kernel;
   RunAndCheck(operations, Strategies()[0]);
 }
 

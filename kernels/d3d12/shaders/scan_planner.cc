@@ -88,7 +88,8 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
       packed ? builder.AddDeviceBuffer(BufferKind::kScratch, elements * 4) : output;
 
   int stage = 0;
-  if (axis <= options.serial_max_axis) {
+  const bool strided_lines = inner >= options.strided_min_inner && lines >= options.line_min_lines;
+  if (axis <= options.serial_max_axis || strided_lines) {
     spec.pass = ScanPass::kSerial;
     spec.threads = kSerialThreads;
     spec.per_thread = 1;

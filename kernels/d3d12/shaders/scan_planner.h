@@ -3,7 +3,8 @@
 
 // Plans cumulative summations and products onto the scan kernels
 // (scan_kernels.h). Per job, by axis length:
-//   axis <= serial_max_axis                   serial: one thread per line
+//   axis <= serial_max_axis, or a strided     serial: one thread per line
+//     axis with many lines
 //   tiles <= line_max_tiles or many lines     line: one group per line
 //   otherwise                                 reduce -> line over the tile
 //                                             totals -> tile with carry-in
@@ -26,6 +27,12 @@ struct ScanPlannerOptions {
   // ...and so is every line when there are at least this many (enough groups
   // to fill the device without splitting lines).
   uint64_t line_min_lines = 1024;
+  // A strided axis (inner >= strided_min_inner, so a warp's 32 threads read
+  // 32 adjacent lines' elements: 4 sectors a load, each element read and
+  // written once) with at least line_min_lines lines runs one thread per
+  // line whatever its length. The group-per-line passes would read each
+  // element from a sector of its own (32 sectors a load).
+  uint32_t strided_min_inner = 32;
   // Tile shape override (index into ScanTileShapes()); -1 picks by axis.
   int tile_shape = -1;
 };
