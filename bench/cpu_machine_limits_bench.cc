@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/isa_portability.h"
-#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
 #if DMLSERVE_X86

@@ -34,7 +34,8 @@ Opcode OpOf(const DisassembledInstruction& instruction) {
 }
 
 bool IsMemoryAccess(Opcode op) {
-  return op == Opcode::kLdRaw || op == Opcode::kStoreRaw || op == Opcode::kAtomicIadd ||
+  return op == Opcode::kLdRaw || op == Opcode::kStoreRaw || op == Opcode::kLdStructured ||
+         op == Opcode::kStoreStructured || op == Opcode::kAtomicIadd ||
          op == Opcode::kImmAtomicIadd;
 }
 
@@ -288,8 +289,13 @@ absl::StatusOr<LaneLoad> RunLane(const std::vector<DisassembledInstruction>& cod
         break;
       }
       default: {
+        if (op == Opcode::kLdStructured) {  // groupshared only: reads 0
+          if (absl::Status s = lane.Write(ops[0], Vec4{}); !s.ok()) return s;
+          break;
+        }
         if (op == Opcode::kLoop || op == Opcode::kEndif || op == Opcode::kStoreRaw ||
-            op == Opcode::kSync || absl::StartsWith(in.name, "dcl_")) {
+            op == Opcode::kStoreStructured || op == Opcode::kSync ||
+            absl::StartsWith(in.name, "dcl_")) {
           break;
         }
         if (ops.empty() || ops.size() > 4) {

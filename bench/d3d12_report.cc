@@ -158,7 +158,7 @@ absl::Status MatMulFigures(const DispatchPlan& plan, const QuantizedMatMulOperat
     const double active = d.constants[d3d12::kConstGroupCount];
     const double tiles =
         shape->split_k_partials ? d.constants[d3d12::kQmmConstTilesPerSlice] : active;
-    const double k_values = 16.0 * d.constants[d3d12::kQmmConstDepthQuads];
+    const double k_values = 8.0 * d.constants[d3d12::kQmmConstDepthOcts];
     performed += tiles * shape->tile_m * shape->tile_n * k_values;
     groups += active;
   }

@@ -171,6 +171,18 @@ void Assembler::dcl_tgsm_raw(uint32_t n, uint32_t byte_count) {
   declared_.insert({OperandType::kThreadGroupSharedMemory, n});
 }
 
+void Assembler::dcl_tgsm_structured(uint32_t n, uint32_t stride, uint32_t count) {
+  if (stride == 0 || stride % 4 != 0 || stride > 2048 || count == 0 ||
+      uint64_t{stride} * count > 32768) {
+    return Fail(
+        "dcl_tgsm_structured: stride must be a non-zero multiple of 4 up to 2048, and stride * "
+        "count at most 32768");
+  }
+  DeclareTokens(Opcode::kDclTgsmStructured, 0,
+                {DeclarationOperandToken(OperandType::kThreadGroupSharedMemory), n, stride, count});
+  declared_.insert({OperandType::kThreadGroupSharedMemory, n});
+}
+
 void Assembler::dcl_input(const Operand& input) {
   if (!IsInput(input.type())) return Fail("dcl_input: only thread-ID inputs are supported");
   if (input.type() == OperandType::kThreadIdInGroupFlattened) {
@@ -205,15 +217,14 @@ void Assembler::dcl_thread_group(uint32_t x, uint32_t y, uint32_t z) {
   thread_group_declared_ = true;
 }
 
-void Assembler::ld_raw(const Operand& d, const Operand& byte_offset, const Operand& resource) {
-  if (!resource.components().empty()) {
-    return Op(Opcode::kLdRaw, {d}, {byte_offset, resource});
-  }
+// The k-th written component of `d` reads dword k: r0.yw <- t0.xxxy. Empty
+// when `d`'s write mask is malformed.
+std::string Assembler::DwordSwizzle(const Operand& d, absl::string_view instruction) {
   uint32_t mask = 0xf;
   if (!d.components().empty() && !ParseWriteMask(d.components(), &mask)) {
-    return Fail(absl::StrCat("ld_raw: bad write mask '", d.components(), "'"));
+    Fail(absl::StrCat(instruction, ": bad write mask '", d.components(), "'"));
+    return "";
   }
-  // The k-th written component reads dword k: r0.yw <- t0.xxxy.
   std::string swizzle;
   int k = 0;
   char current = 'x';
@@ -221,7 +232,26 @@ void Assembler::ld_raw(const Operand& d, const Operand& byte_offset, const Opera
     if (mask & (1u << i)) current = "xyzw"[k++];
     swizzle += current;
   }
+  return swizzle;
+}
+
+void Assembler::ld_raw(const Operand& d, const Operand& byte_offset, const Operand& resource) {
+  if (!resource.components().empty()) {
+    return Op(Opcode::kLdRaw, {d}, {byte_offset, resource});
+  }
+  const std::string swizzle = DwordSwizzle(d, "ld_raw");
+  if (swizzle.empty()) return;
   Op(Opcode::kLdRaw, {d}, {byte_offset, resource.sel(swizzle)});
+}
+
+void Assembler::ld_structured(const Operand& d, const Operand& index, const Operand& offset,
+                              const Operand& resource) {
+  if (!resource.components().empty()) {
+    return Op(Opcode::kLdStructured, {d}, {index, offset, resource});
+  }
+  const std::string swizzle = DwordSwizzle(d, "ld_structured");
+  if (swizzle.empty()) return;
+  Op(Opcode::kLdStructured, {d}, {index, offset, resource.sel(swizzle)});
 }
 
 void Assembler::Flow(Opcode opcode, uint32_t controls, const Operand& condition) {

@@ -88,6 +88,9 @@ class Assembler {
   void dcl_resource_raw(uint32_t n);
   void dcl_uav_raw(uint32_t n, bool globally_coherent = false);
   void dcl_tgsm_raw(uint32_t n, uint32_t byte_count);
+  // g<n> as `count` structures of `stride` bytes (a multiple of 4, at most
+  // 2048; stride * count at most 32768).
+  void dcl_tgsm_structured(uint32_t n, uint32_t stride, uint32_t count);
   void dcl_input(const Operand& input);  // vThreadID.xyz, vThreadIDInGroupFlattened ...
   void dcl_temps(uint32_t count);        // optional: derived from the r# used
   void dcl_indexable_temp(uint32_t array, uint32_t size, uint32_t components);
@@ -205,6 +208,15 @@ class Assembler {
   // When the resource operand of ld_raw has no explicit swizzle, the one fxc
   // would write is derived from the destination mask (r0.zw <- t0.xxxy).
   void ld_raw(const Operand& d, const Operand& byte_offset, const Operand& resource);
+  // Structured access: structure `index`, byte `offset` inside it (either an
+  // immediate or a register; an immediate offset costs no instruction).
+  // Loads select dwords as ld_raw does.
+  void ld_structured(const Operand& d, const Operand& index, const Operand& offset,
+                     const Operand& resource);
+  void store_structured(const Operand& d, const Operand& index, const Operand& offset,
+                        const Operand& value) {
+    Op(Opcode::kStoreStructured, {d}, {index, offset, value});
+  }
   void store_raw(const Operand& d, const Operand& byte_offset, const Operand& value) {
     Op(Opcode::kStoreRaw, {d}, {byte_offset, value});
   }
@@ -280,6 +292,7 @@ class Assembler {
                std::initializer_list<uint32_t> values);
   void DeclareTokens(Opcode opcode, uint32_t controls, std::vector<uint32_t> body);
   void Fail(absl::string_view what);
+  std::string DwordSwizzle(const Operand& d, absl::string_view instruction);
   absl::Status CheckUse(const Operand& op, bool is_destination);
   bool InLoop() const;
 

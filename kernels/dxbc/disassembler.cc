@@ -205,6 +205,13 @@ absl::StatusOr<std::vector<DisassembledInstruction>> DisassembleInstructions(
         operands = {reg, absl::StrCat(bytes)};
         break;
       }
+      case Opcode::kDclTgsmStructured: {
+        std::string reg;
+        uint32_t stride = 0, count = 0;
+        ok = ReadOperand(in, &reg, nullptr) && in.Next(&stride) && in.Next(&count);
+        operands = {reg, absl::StrCat(stride), absl::StrCat(count)};
+        break;
+      }
       case Opcode::kDclConstantBuffer: {
         ok = read_all();
         if (ok && !operands.empty()) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/dxbc/assembler.h"
@@ -325,6 +327,40 @@ TEST(DisassemblerTest, InstructionsCountTheComponentsTheyWrite) {
   EXPECT_THAT(names, ElementsAre("imad", "iadd", "imul", "udiv", "loop", "endloop", "ret"));
   EXPECT_THAT(written, ElementsAre(4, 2, 1, 2, 0, 0, 0));
   EXPECT_EQ((*instructions)[instructions->size() - 5].operands[0], "null");
+}
+
+// Structured groupshared memory: the declaration's stride and count, and
+// loads and stores whose offset is an immediate (what the matmul kernel's K
+// loop relies on to address groupshared memory without instructions).
+TEST(InstructionEncodingTest, StructuredGroupsharedAccess) {
+  struct Bare : Assembler {};
+  Bare a;
+  using A = Assembler;
+  a.dcl_tgsm_structured(1, 272, 64);
+  a.dcl_thread_group(64, 1, 1);
+  a.ld_structured(A::r(0), A::r(1).x(), A::l(32), A::g(1));
+  a.ld_structured(A::r(2).xy(), A::r(1).x(), A::l(48), A::g(1));
+  a.store_structured(A::g(1).xyzw(), A::r(1).x(), A::r(1).y(), A::r(0));
+  absl::StatusOr<std::vector<uint32_t>> program = a.Program();
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_THAT(std::vector<uint32_t>(a.declaration_tokens().begin(), a.declaration_tokens().end()),
+              ::testing::IsSupersetOf({0x000000a0u | (5u << 24), 1u, 272u, 64u}));
+  // ld_structured: length 9 (opcode, dest 2, index 2, offset 2, g1 2).
+  EXPECT_EQ(a.instruction_tokens()[0], 0x090000a7u);
+  absl::StatusOr<std::vector<DisassembledInstruction>> instructions =
+      DisassembleInstructions(*program);
+  ASSERT_TRUE(instructions.ok()) << instructions.status();
+  std::vector<std::string> text;
+  for (const DisassembledInstruction& in : *instructions) {
+    text.push_back(absl::StrCat(in.name, " ", absl::StrJoin(in.operands, ", ")));
+  }
+  EXPECT_THAT(text, ::testing::Contains("dcl_tgsm_structured g1, 272, 64"));
+  EXPECT_THAT(text, ::testing::Contains("ld_structured r0.xyzw, r1.x, l(32), g1.xyzw"));
+  EXPECT_THAT(text, ::testing::Contains("ld_structured r2.xy, r1.x, l(48), g1.xyyy"));
+  EXPECT_THAT(text, ::testing::Contains("store_structured g1.xyzw, r1.x, r1.y, r0.xyzw"));
+  Bare bad;
+  bad.dcl_tgsm_structured(0, 2050, 4);
+  EXPECT_FALSE(bad.status().ok());
 }
 
 TEST(AssemblerTest, NewTempSkipsUsedRegisters) {

@@ -28,12 +28,12 @@ KernelTestRuntime* Runtime() {
   return runtime.ok() ? *runtime : nullptr;
 }
 
-void RunAndCheck(const std::vector<Operation>& operations) {
+void RunAndCheck(const std::vector<Operation>& operations, const PlannerOptions& options = {}) {
   KernelTestRuntime* runtime = Runtime();
   ASSERT_NE(runtime, nullptr);
   std::vector<WorkItem> items(operations.size());
   for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
-  const absl::Status run = runtime->Run(absl::MakeSpan(items));
+  const absl::Status run = runtime->Run(absl::MakeSpan(items), options);
   ASSERT_TRUE(run.ok()) << run;
   for (size_t i = 0; i < operations.size(); ++i) {
     ASSERT_TRUE(items[i].status.ok()) << items[i].status;
@@ -131,7 +131,55 @@ TEST(QuantizedMatMulKernelTest, TileEdgesAndAllTypeCombinations) {
       }
     }
   }
-  RunAndCheck(operations);
+  RunAndCheck(operations);  // qmm.gemm with float32 FMA (the default)
+  PlannerOptions int32;
+  int32.quantized_matmul.gemm_accumulate = QmmAccumulate::kInt32;
+  RunAndCheck(operations, int32);
+}
+
+// qmm.gemm's float32 sums: 255 * 255 products over 256 k come within 1%
+// of 2^24 between flushes, and two outputs sit exactly on a rounding tie
+// (130.5 and 129.5 after scaling by 2^-20: both round to even 130), so a sum
+// off by one in either direction changes an output byte. K = 2105 is past a
+// multiple of 8 (masked), and the product is split along K. Both
+// accumulations.
+TEST(QuantizedMatMulKernelTest, GemmSumsAreExactAtRoundingTies) {
+  const uint32_t m = 130, k = 2105, n = 130;
+  QuantizedMatMulTensors t;
+  t.a = Tensor::Allocate(DataType::kUint8, {m, k});
+  t.b = Tensor::Allocate(DataType::kUint8, {k, n});
+  std::memset(t.a.mutable_data(), 255, t.a.byte_size());
+  std::memset(t.b.mutable_data(), 255, t.b.byte_size());
+  uint8_t* a = t.a.mutable_data();
+  uint8_t* b = t.b.mutable_data();
+  // Row 0 x column 0: 65025 * 2104 + 108 * 246 = 130.5 * 2^20.
+  a[k - 1] = 108;
+  b[uint64_t{k - 1} * n + 0] = 246;
+  // Row 1 x column 1: 65025 * 2088 + 76 * 242 = 129.5 * 2^20 (16 zeros,
+  // one in each of 16 flush blocks of 256 k).
+  for (uint32_t i = 0; i < 16; ++i) a[k + 100 + 128 * i] = 0;
+  a[2 * k - 1] = 76;
+  b[uint64_t{k - 1} * n + 1] = 242;
+  t.a_scale = Scalar(DataType::kFloat32, 1.0 / 1024);
+  t.b_scale = Scalar(DataType::kFloat32, 1.0 / 1024);
+  t.output_scale = Scalar(DataType::kFloat32, 1.0);
+  absl::StatusOr<QuantizedMatMulOperation> op =
+      MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+  ASSERT_TRUE(op.ok()) << op.status();
+  std::vector<Operation> operations = {*std::move(op)};
+  for (QmmAccumulate accumulate : {QmmAccumulate::kFloat32, QmmAccumulate::kInt32}) {
+    PlannerOptions options;
+    options.quantized_matmul.gemm_accumulate = accumulate;
+    RunAndCheck(operations, options);
+    KernelTestRuntime* runtime = Runtime();
+    ASSERT_NE(runtime, nullptr);
+    WorkItem item;
+    item.operation = &operations[0];
+    ASSERT_TRUE(runtime->Run(absl::MakeSpan(&item, 1), options).ok());
+    ASSERT_TRUE(item.status.ok()) << item.status;
+    EXPECT_EQ(item.output.data()[0], 130);      // row 0, column 0
+    EXPECT_EQ(item.output.data()[n + 1], 130);  // row 1, column 1
+  }
 }
 
 // Batch and channel slices with broadcasting on either side.

@@ -7,6 +7,16 @@
 #include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 
 // qmm.gemm (quantized_matmul_kernels.h has the layouts and the blocking).
+//
+// Groupshared memory is structured (g0): per buffer (two, double-buffered)
+// 16 structures for A, one per thread row ty, then 16 for B, one per thread
+// column tx. Structure s of A holds, for the step's 8 k, the 8 centred values
+// of rows ty*4+{0..3} and 64+ty*4+{0..3}: value (k, slot) at byte k*32 +
+// slot*4. So a thread reads its 8 values of k with two ld_structured whose
+// offsets are immediates (k*32, k*32+16): the K loop spends no instruction on
+// groupshared addresses. Structures are 272 bytes (16 of padding), so the 8
+// threads of a quarter-warp reading 8 B structures hit 8 disjoint bank
+// groups; A reads are broadcasts (a warp spans two thread rows).
 
 namespace dmlserve::d3d12 {
 namespace {
@@ -15,24 +25,22 @@ using dxbc::Operand;
 using Spec = QuantizedMatMulKernelSpec;
 
 constexpr uint32_t kGroupThreads = Spec::kThreadsX * Spec::kThreadsY;
-// Groupshared memory: two buffers (double buffering), each the centred int32
-// values of one K step, A then B, as [k][row] and [k][column]:
-//   buffer + k * kLineBytes + row * 4           (A)
-//   buffer + kBBytes + k * kLineBytes + col * 4 (B)
-constexpr uint32_t kLineBytes = Spec::tile_m() * 4;
-constexpr uint32_t kBBytes = Spec::kStepValues * kLineBytes;
-constexpr uint32_t kBufferBytes = 2 * kBBytes;
-constexpr uint32_t kSharedBytes = 2 * kBufferBytes;  // 32 KiB: D3D12's groupshared limit
-// A thread's rows are two runs of 4 (16 bytes each), half a tile apart.
-constexpr uint32_t kHalfTileBytes = Spec::tile_m() / 2 * 4;
-// Every thread stages half a row of A and half a column of B per step.
-constexpr uint32_t kStagedWords = Spec::kStepWords / 2;
+constexpr uint32_t kStructBytes = Spec::kStepValues * Spec::kMicroM * 4 + 16;
+constexpr uint32_t kStructsPerMatrix = 16;
+constexpr uint32_t kStructsPerBuffer = 2 * kStructsPerMatrix;
+constexpr uint32_t kStructs = 2 * kStructsPerBuffer;
+// fp32 accumulators are flushed into the int32 ones every this many steps:
+// 256 products of centred values (|a - a_zp|, |b - b_zp| <= 255) sum to at
+// most 256 * 65025 < 2^24, so every partial sum is an exact float.
+constexpr uint32_t kStepsPerFlush = 256 / Spec::kStepValues;
 static_assert(Spec::tile_m() == Spec::tile_n(), "A and B share the staging layout");
-static_assert(2 * Spec::tile_m() == kGroupThreads, "two threads stage each row and column");
+static_assert(Spec::tile_m() == kGroupThreads / 2, "two threads stage each row and column");
+static_assert(Spec::kStepWords == 2, "a thread stages one word of A and one of B a step");
 static_assert(Spec::kMicroM == 8 && Spec::kMicroN == 8, "two vec4 runs per micro-tile side");
-static_assert(kSharedBytes <= 32768, "D3D12 allows 32 KiB of groupshared memory");
+static_assert(kStructBytes * kStructs <= 32768, "D3D12 allows 32 KiB of groupshared memory");
 
 Operand C(int i) { return KernelAssembler::Constant(i); }
+std::string Component(uint32_t i) { return std::string(1, "xyzw"[i]); }
 
 class GemmBuilder {
  public:
@@ -44,7 +52,7 @@ class GemmBuilder {
     a_.dcl_input(A::vThreadGroupID().xy());
     a_.dcl_input(A::vThreadIDInGroup().xy());
     a_.dcl_input(A::vThreadIDInGroupFlattened());
-    a_.dcl_tgsm_raw(0, kSharedBytes);
+    a_.dcl_tgsm_structured(0, kStructBytes, kStructs);
     a_.dcl_thread_group(Spec::kThreadsX, Spec::kThreadsY, 1);
 
     const Operand group = a_.Scalar();
@@ -64,6 +72,7 @@ class GemmBuilder {
 
  private:
   bool partial() const { return spec_.output == QmmOutput::kInt32Partial; }
+  bool fp32() const { return spec_.accumulate == QmmAccumulate::kFloat32; }
 
   // Which slice (or split) and 128 x 128 block this group computes, and
   // where its rows of A and columns of B start.
@@ -74,8 +83,8 @@ class GemmBuilder {
     a_.udiv(outer, rest, group, C(kQmmConstTilesPerSlice));
     a_.udiv(tile_m, tile_n, rest, C(kQmmConstTilesN));
     slice_ = a_.Scalar();
-    first_quad_ = a_.Scalar();
-    end_quad_ = a_.Scalar();
+    first_step_ = a_.Scalar();
+    end_step_ = a_.Scalar();
     const Operand a_slice = a_.Scalar(), b_slice = a_.Scalar();
     if (partial()) {
       // One slice; the outer index is the split.
@@ -83,9 +92,9 @@ class GemmBuilder {
       a_.mov(a_slice, A::l(0));
       a_.mov(b_slice, A::l(0));
       split_ = outer;
-      a_.imul(first_quad_, split_, C(kQmmConstSplitQuads));
-      a_.iadd(end_quad_, first_quad_, C(kQmmConstSplitQuads));
-      a_.umin(end_quad_, end_quad_, C(kQmmConstDepthQuads));
+      a_.imul(first_step_, split_, C(kQmmConstSplitOcts));
+      a_.iadd(end_step_, first_step_, C(kQmmConstSplitOcts));
+      a_.umin(end_step_, end_step_, C(kQmmConstDepthOcts));
     } else {
       a_.mov(slice_, outer);
       const Operand batch = a_.Scalar(), channel = a_.Scalar(), t = a_.Scalar();
@@ -94,8 +103,8 @@ class GemmBuilder {
       a_.imad(a_slice, batch, C(kQmmConstABatchStride), t);
       a_.imul(t, channel, C(kQmmConstBChannelStride));
       a_.imad(b_slice, batch, C(kQmmConstBBatchStride), t);
-      a_.mov(first_quad_, A::l(0));
-      a_.mov(end_quad_, C(kQmmConstDepthQuads));
+      a_.mov(first_step_, A::l(0));
+      a_.mov(end_step_, C(kQmmConstDepthOcts));
     }
     m0_ = a_.Scalar();
     n0_ = a_.Scalar();
@@ -106,11 +115,11 @@ class GemmBuilder {
     a_.imad(a_row0_, a_slice, C(kQmmConstRows), m0_);
   }
 
-  // Each thread stages, every step, words h*2 and h*2+1 of the step's quad
-  // of A row r and of B column r (r = flat % 128, h = flat / 128). Rows and
-  // columns past the matrix are clamped to its last one: their loads stay
-  // inside the buffer (root descriptors are not bounds-checked) and the
-  // values only reach outputs that are never stored.
+  // Each thread stages, every step (8 k), word h of A row r and of B column
+  // r (r = flat % 128, h = flat / 128). Rows and columns past the matrix are
+  // clamped to its last one: their loads stay inside the buffer (root
+  // descriptors are not bounds-checked) and their values only reach outputs
+  // that are never stored.
   void PrepareStaging() {
     using A = KernelAssembler;
     const Operand f = A::vThreadIDInGroupFlattened().x();
@@ -118,7 +127,6 @@ class GemmBuilder {
     a_.and_(r, f, A::l(Spec::tile_m() - 1));
     a_.ushr(h, f, A::l(7));
     static_assert(Spec::tile_m() == 128, "h = flat >> 7");
-    // A row: min(r, M - m0 - 1).
     const Operand a_r = a_.Scalar(), b_r = a_.Scalar();
     a_.iadd(last, C(kQmmConstRows), -m0_);
     a_.iadd(last, last, A::l(-1));
@@ -131,7 +139,7 @@ class GemmBuilder {
     // the column parameters.
     a_zp_ = a_.Scalar();
     b_zp_ = a_.Scalar();
-    const Operand address = a_.Scalar(), params = KernelAssembler::r(a_.NewTemp());
+    const Operand address = a_.Scalar(), params = A::r(a_.NewTemp());
     a_.imad(address, slice_, C(kQmmConstRows), m0_);
     a_.iadd(address, address, a_r);
     a_.imul(address, address, C(kQmmConstRowParamBytes));
@@ -144,10 +152,10 @@ class GemmBuilder {
     a_.mov(b_zp_, params.x());
 
     // A rows are K4 = ceil(K/4) words (A is uploaded as it is when K % 4 is
-    // 0), so a step's words may run past the row: word indices are clamped
-    // to the row's last word, and the values past K masked to 0 when staged.
-    //   A: row base (a_row0 + a_r) * K4 * 4, word index q * 4 + h * 2 (+1)
-    //   B: ((b_slice * KQ + q) * N + n0 + b_r) * 16 + h * 8
+    // 0). Unmasked kernels (K % 8 == 0) never step past a row; masked ones
+    // clamp the word index to the row's last word and mask values past K.
+    //   A: row base (a_row0 + a_r) * K4 * 4, word index step * 2 + h
+    //   B (octs, [KO][N][8 bytes]): ((b_slice * KO + step) * N + n0 + b_r) * 8 + h * 4
     a_row_base_ = a_.Scalar();
     a_word_ = a_.Scalar();
     a_last_word_ = a_.Scalar();
@@ -157,84 +165,89 @@ class GemmBuilder {
     a_.imul(a_row_base_, a_row_base_, a_last_word_);
     a_.ishl(a_row_base_, a_row_base_, A::l(2));
     a_.iadd(a_last_word_, a_last_word_, A::l(-1));
-    a_.ishl(a_word_, first_quad_, A::l(2));
-    a_.imad(a_word_, h, A::l(2), a_word_);
+    a_.ishl(a_word_, first_step_, A::l(1));
+    a_.iadd(a_word_, a_word_, h);
     b_address_ = a_.Scalar();
     b_step_ = a_.Scalar();
-    a_.imad(b_address_, b_slice_, C(kQmmConstDepthQuads), first_quad_);
+    a_.imad(b_address_, b_slice_, C(kQmmConstDepthOcts), first_step_);
     a_.imul(b_address_, b_address_, C(kQmmConstColumns));
     a_.iadd(b_address_, b_address_, n0_);
     a_.iadd(b_address_, b_address_, b_r);
-    a_.ishl(b_address_, b_address_, A::l(4));
-    a_.imad(b_address_, h, A::l(8), b_address_);
-    a_.ishl(b_step_, C(kQmmConstColumns), A::l(4));
+    a_.ishl(b_address_, b_address_, A::l(3));
+    a_.imad(b_address_, h, A::l(4), b_address_);
+    a_.ishl(b_step_, C(kQmmConstColumns), A::l(3));
 
-    // Groupshared byte address of this thread's first staged value (k = h*8)
-    // in buffer 0: A at k * kLineBytes + r * 4, B kBBytes further.
-    store_base_ = a_.Scalar();
-    a_.imul(store_base_, h, A::l(kStagedWords * 4 * kLineBytes));
-    a_.imad(store_base_, r, A::l(4), store_base_);
+    // Where this thread's staged values go in buffer 0: the structure of
+    // row r (A) / column r (B), slot (r / 64) * 4 + r % 4, k = h * 4 + byte.
+    a_store_struct_ = a_.Scalar();
+    b_store_struct_ = a_.Scalar();
+    store_offset_ = a_.Scalar();
+    const Operand slot = a_.Scalar(), t = a_.Scalar();
+    a_.ushr(a_store_struct_, r, A::l(2));
+    a_.and_(a_store_struct_, a_store_struct_, A::l(kStructsPerMatrix - 1));
+    a_.iadd(b_store_struct_, a_store_struct_, A::l(kStructsPerMatrix));
+    a_.ushr(slot, r, A::l(6));
+    a_.and_(t, r, A::l(3));
+    a_.imad(slot, slot, A::l(4), t);
+    a_.ishl(slot, slot, A::l(2));
+    a_.imad(store_offset_, h, A::l(4 * Spec::kMicroM * 4), slot);
   }
 
-  // Loads this step's words into a_words_ / b_words_, sets a_mask_ (which
-  // of the 8 A values lie before K) and advances.
+  // Loads this step's word of A and of B (and, when masked, which of the
+  // 4 A values lie before K), and advances.
   void LoadStep() {
     using A = KernelAssembler;
-    const Operand word = a_.Scalar(), address = a_.Scalar(), k = a_.Scalar();
-    for (uint32_t w = 0; w < kStagedWords; ++w) {
-      a_.iadd(word, a_word_, A::l(w));
-      a_.umin(word, word, a_last_word_);
+    const Operand address = a_.Scalar();
+    if (spec_.masked) {
+      const Operand word = a_.Scalar();
+      a_.umin(word, a_word_, a_last_word_);
       a_.imad(address, word, A::l(4), a_row_base_);
-      a_.ld_raw(a_words_.sel(w == 0 ? "x" : "y"), address, A::t(0));
+      a_.ishl(a_mask_.x(), a_word_, A::l(2));
+      a_.iadd(a_mask_, a_mask_.sel("xxxx"), A::l(0, 1, 2, 3));
+      a_.ult(a_mask_, a_mask_, C(kQmmConstDepth));
+    } else {
+      a_.imad(address, a_word_, A::l(4), a_row_base_);
     }
-    a_.ld_raw(b_words_.xy(), b_address_, A::t(1));
-    a_.ishl(k, a_word_, A::l(2));
-    for (uint32_t w = 0; w < kStagedWords; ++w) {
-      const Operand mask = a_mask_[w];
-      const int32_t k0 = static_cast<int32_t>(4 * w);
-      a_.iadd(mask, k.sel("xxxx"), A::l(k0, k0 + 1, k0 + 2, k0 + 3));
-      a_.ult(mask, mask, C(kQmmConstDepth));
-    }
+    a_.ld_raw(a_word_loaded_.x(), address, A::t(0));
+    a_.ld_raw(b_word_loaded_.x(), b_address_, A::t(1));
     a_.iadd(a_word_, a_word_, A::l(Spec::kStepWords));
     a_.iadd(b_address_, b_address_, b_step_);
   }
 
-  // Extracts the 8 values of `words`, centres them on `zp` and stores them in
-  // groupshared memory at `base` + k * kLineBytes, k = 0..7.
-  void StoreCentred(const Operand& words, bool is_signed, const Operand& zp, const Operand* mask,
-                    const Operand& base) {
+  // Extracts the 4 values of `word`, centres them on `zp` (masking them when
+  // `mask`), converts them for fp32 accumulation and stores them in
+  // structure `index` at store_offset_ + byte * 32.
+  void StoreCentred(const Operand& word, bool is_signed, const Operand& zp, bool mask,
+                    const Operand& index) {
     using A = KernelAssembler;
-    const Operand address = a_.Scalar();
-    for (uint32_t w = 0; w < kStagedWords; ++w) {
-      const Operand word = words.sel(w == 0 ? "xxxx" : "yyyy");
-      if (is_signed) {
-        a_.ibfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
-      } else {
-        a_.ubfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+    if (is_signed) {
+      a_.ibfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word.sel("xxxx"));
+    } else {
+      a_.ubfe(values_, A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word.sel("xxxx"));
+    }
+    a_.iadd(values_, values_, -zp.sel("xxxx"));
+    if (mask) a_.and_(values_, values_, a_mask_);
+    if (fp32()) a_.itof(values_, values_);
+    const Operand offset = a_.Scalar();
+    for (uint32_t byte = 0; byte < 4; ++byte) {
+      if (byte == 0) {
+        a_.store_structured(A::g(0).x(), index, store_offset_, values_.x());
+        continue;
       }
-      a_.iadd(values_, values_, -zp.sel("xxxx"));
-      if (mask != nullptr) a_.and_(values_, values_, mask[w]);
-      for (uint32_t byte = 0; byte < 4; ++byte) {
-        const uint32_t k = w * 4 + byte;
-        if (k == 0) {
-          a_.store_raw(A::g(0).x(), base, values_.x());
-          continue;
-        }
-        a_.iadd(address, base, A::l(k * kLineBytes));
-        a_.store_raw(A::g(0).x(), address, values_.sel(std::string(1, "xyzw"[byte])));
-      }
+      a_.iadd(offset, store_offset_, A::l(byte * Spec::kMicroM * 4));
+      a_.store_structured(A::g(0).x(), index, offset, values_.sel(Component(byte)));
     }
   }
 
-  // Stages the loaded words into the buffer at byte offset `buffer`.
-  void StoreStep(const Operand& buffer) {
-    using A = KernelAssembler;
-    const Operand a_base = a_.Scalar(), b_base = a_.Scalar();
-    a_.iadd(a_base, store_base_, buffer);
-    a_.iadd(b_base, a_base, A::l(kBBytes));
+  // Stages the loaded words into the buffer whose first structure is
+  // `buffer_struct`.
+  void StoreStep(const Operand& buffer_struct) {
+    const Operand a_index = a_.Scalar(), b_index = a_.Scalar();
+    a_.iadd(a_index, a_store_struct_, buffer_struct);
+    a_.iadd(b_index, b_store_struct_, buffer_struct);
+    StoreCentred(a_word_loaded_, spec_.a_signed, a_zp_, spec_.masked, a_index);
     // B's padding holds its zero point (the planner packs it): no mask.
-    StoreCentred(a_words_, spec_.a_signed, a_zp_, a_mask_, a_base);
-    StoreCentred(b_words_, spec_.b_signed, b_zp_, nullptr, b_base);
+    StoreCentred(b_word_loaded_, spec_.b_signed, b_zp_, false, b_index);
   }
 
   void Accumulate() {
@@ -243,57 +256,68 @@ class GemmBuilder {
       acc = A::r(a_.NewTemp());
       a_.mov(acc, A::l(0, 0, 0, 0));
     }
-    a_words_ = A::r(a_.NewTemp());
-    b_words_ = A::r(a_.NewTemp());
-    for (Operand& mask : a_mask_) mask = A::r(a_.NewTemp());
+    if (fp32()) {
+      for (Operand& acc : facc_) {
+        acc = A::r(a_.NewTemp());
+        a_.mov(acc, A::lf(0.0f, 0.0f, 0.0f, 0.0f));
+      }
+    }
+    a_word_loaded_ = A::r(a_.NewTemp());
+    b_word_loaded_ = A::r(a_.NewTemp());
     values_ = A::r(a_.NewTemp());
+    a_mask_ = A::r(a_.NewTemp());
     const Operand a_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
     const Operand b_values[2] = {A::r(a_.NewTemp()), A::r(a_.NewTemp())};
-    // This thread's rows start at byte ty * 16 of a line, its columns at
-    // kBBytes + tx * 16.
-    const Operand a_thread = a_.Scalar(), b_thread = a_.Scalar();
-    const Operand a_read = a_.Scalar(), b_read = a_.Scalar(), address = a_.Scalar();
-    const Operand buffer = a_.Scalar(), next = a_.Scalar(), quad = a_.Scalar();
-    const Operand more = a_.Scalar();
-    a_.ishl(a_thread, A::vThreadIDInGroup().y(), A::l(4));
-    a_.imad(b_thread, A::vThreadIDInGroup().x(), A::l(16), A::l(kBBytes));
+    const Operand buffer = a_.Scalar(), next = a_.Scalar(), step = a_.Scalar();
+    const Operand a_read = a_.Scalar(), b_read = a_.Scalar(), more = a_.Scalar();
+    const Operand block_end = a_.Scalar();
 
     // Prologue: the first step into buffer 0 (a split-K group may have no
-    // step: K quads past the end of K are not loaded).
+    // step: K octs past the end of K are not loaded).
     a_.mov(buffer, A::l(0));
-    a_.IfUnsignedLess(first_quad_, end_quad_);
+    a_.IfUnsignedLess(first_step_, end_step_);
     LoadStep();
     StoreStep(buffer);
     a_.endif();
     a_.sync_g_t();
 
-    a_.mov(quad, first_quad_);
-    a_.LoopWhileUnsignedLess(quad, end_quad_);
-    // Next step's loads are issued before this step's multiply-adds, so
+    a_.mov(step, first_step_);
+    // Blocks of kStepsPerFlush steps, so that fp32 sums stay exact; the
+    // int32 kernel runs the same loops without the flush.
+    a_.LoopWhileUnsignedLess(step, end_step_);
+    a_.iadd(block_end, step, A::l(kStepsPerFlush));
+    a_.umin(block_end, block_end, end_step_);
+    a_.LoopWhileUnsignedLess(step, block_end);
+    // The next step's loads go out before this step's multiply-adds, so
     // their latency hides behind them; they land in the other buffer after.
-    a_.iadd(quad, quad, A::l(1));
-    a_.ult(more, quad, end_quad_);
+    a_.iadd(step, step, A::l(1));
+    a_.ult(more, step, end_step_);
     a_.if_nz(more);
     LoadStep();
     a_.endif();
-    a_.iadd(a_read, a_thread, buffer);
-    a_.iadd(b_read, b_thread, buffer);
+    a_.iadd(a_read, A::vThreadIDInGroup().y(), buffer);
+    a_.iadd(b_read, A::vThreadIDInGroup().x(), buffer);
+    a_.iadd(b_read, b_read, A::l(kStructsPerMatrix));
     for (uint32_t k = 0; k < Spec::kStepValues; ++k) {
       for (uint32_t half = 0; half < 2; ++half) {
-        a_.iadd(address, a_read, A::l(k * kLineBytes + half * kHalfTileBytes));
-        a_.ld_raw(a_values[half], address, A::g(0));
-        a_.iadd(address, b_read, A::l(k * kLineBytes + half * kHalfTileBytes));
-        a_.ld_raw(b_values[half], address, A::g(0));
+        const uint32_t offset = k * Spec::kMicroM * 4 + half * 16;
+        a_.ld_structured(a_values[half], a_read, A::l(offset), A::g(0));
+        a_.ld_structured(b_values[half], b_read, A::l(offset), A::g(0));
       }
       for (uint32_t i = 0; i < Spec::kMicroM; ++i) {
-        const Operand a_value = a_values[i / 4].sel(std::string(1, "xyzw"[i % 4]));
+        const Operand a_value = a_values[i / 4].sel(Component(i % 4));
         for (uint32_t half = 0; half < 2; ++half) {
-          Operand& acc = acc_[2 * i + half];
-          a_.imad(acc, a_value, b_values[half], acc);
+          if (fp32()) {
+            Operand& acc = facc_[2 * i + half];
+            a_.mad(acc, a_value, b_values[half], acc);
+          } else {
+            Operand& acc = acc_[2 * i + half];
+            a_.imad(acc, a_value, b_values[half], acc);
+          }
         }
       }
     }
-    a_.xor_(next, buffer, A::l(kBufferBytes));
+    a_.xor_(next, buffer, A::l(kStructsPerBuffer));
     a_.if_nz(more);
     StoreStep(next);
     a_.endif();
@@ -302,6 +326,15 @@ class GemmBuilder {
     // the next step's stores into it, and the stores into `next` before the
     // next step's reads of it.
     a_.sync_g_t();
+    a_.endloop();
+    if (fp32()) {
+      const Operand whole = A::r(a_.NewTemp());
+      for (uint32_t i = 0; i < 2 * Spec::kMicroM; ++i) {
+        a_.ftoi(whole, facc_[i]);
+        a_.iadd(acc_[i], acc_[i], whole);
+        a_.mov(facc_[i], A::lf(0.0f, 0.0f, 0.0f, 0.0f));
+      }
+    }
     a_.endloop();
   }
 
@@ -381,11 +414,12 @@ class GemmBuilder {
 
   KernelAssembler& a_;
   const Spec& spec_;
-  Operand slice_, split_, first_quad_, end_quad_, m0_, n0_, a_row0_, b_slice_;
-  Operand a_zp_, b_zp_, a_row_base_, a_word_, a_last_word_, b_address_, b_step_, store_base_;
-  Operand a_words_, b_words_, values_;
-  Operand a_mask_[kStagedWords];
+  Operand slice_, split_, first_step_, end_step_, m0_, n0_, a_row0_, b_slice_;
+  Operand a_zp_, b_zp_, a_row_base_, a_word_, a_last_word_, b_address_, b_step_;
+  Operand a_store_struct_, b_store_struct_, store_offset_;
+  Operand a_word_loaded_, b_word_loaded_, values_, a_mask_;
   Operand acc_[2 * Spec::kMicroM];
+  Operand facc_[2 * Spec::kMicroM];
 };
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace dmlserve::d3d12 {
 namespace {
 
-constexpr const char* kShapeName = "t16x16m8n8k16";
+constexpr const char* kShapeName = "t16x16m8n8k8";
 const char* TypeName(bool is_signed) { return is_signed ? "s8" : "u8"; }
 
 const char* OutputName(QmmOutput output) {
@@ -30,15 +30,25 @@ const char* OutputName(QmmOutput output) {
 
 std::string QuantizedMatMulKernelSpec::Key() const {
   return absl::StrCat("qmm.gemm/", TypeName(a_signed), "/", TypeName(b_signed), "/",
-                      OutputName(output), "/", kShapeName);
+                      OutputName(output), "/", kShapeName, "/",
+                      accumulate == QmmAccumulate::kFloat32 ? "f32" : "i32", masked ? "m" : "");
 }
 
 absl::StatusOr<QuantizedMatMulKernelSpec> QuantizedMatMulKernelSpec::Parse(absl::string_view key) {
   const std::vector<absl::string_view> parts = absl::StrSplit(key, '/');
   const absl::Status bad =
       absl::InvalidArgumentError(absl::StrCat("bad quantized matmul kernel key: ", key));
-  if (parts.size() != 5 || parts[0] != "qmm.gemm" || parts[4] != kShapeName) return bad;
+  if (parts.size() != 6 || parts[0] != "qmm.gemm" || parts[4] != kShapeName) return bad;
   QuantizedMatMulKernelSpec spec;
+  absl::string_view accumulate = parts[5];
+  spec.masked = absl::ConsumeSuffix(&accumulate, "m");
+  if (accumulate == "f32") {
+    spec.accumulate = QmmAccumulate::kFloat32;
+  } else if (accumulate == "i32") {
+    spec.accumulate = QmmAccumulate::kInt32;
+  } else {
+    return bad;
+  }
   bool* fields[] = {&spec.a_signed, &spec.b_signed};
   for (int i = 0; i < 2; ++i) {
     if (parts[i + 1] != "s8" && parts[i + 1] != "u8") return bad;
@@ -99,8 +109,8 @@ absl::StatusOr<QuantizedMatMulKernelShape> QuantizedMatMulShapeOf(absl::string_v
     if (!spec.ok()) return spec.status();
     shape.tile_m = spec->rows;
     shape.tile_n = QuantizedMatMulRowsSpec::tile_n();
-    shape.k_per_iteration = 16;
-    shape.thread_macs_per_iteration = spec->rows * QuantizedMatMulRowsSpec::kColumnsPerThread * 16;
+    shape.k_per_iteration = 8;
+    shape.thread_macs_per_iteration = spec->rows * QuantizedMatMulRowsSpec::kColumnsPerThread * 8;
     shape.split_k_partials = true;
     return shape;
   }
@@ -140,11 +150,17 @@ std::vector<std::string> AllQuantizedMatMulKernelKeys() {
   for (bool a : {true, false}) {
     for (bool b : {true, false}) {
       for (QmmOutput y : {QmmOutput::kInt8, QmmOutput::kUint8, QmmOutput::kInt32Partial}) {
-        QuantizedMatMulKernelSpec spec;
-        spec.a_signed = a;
-        spec.b_signed = b;
-        spec.output = y;
-        keys.push_back(spec.Key());
+        for (QmmAccumulate accumulate : {QmmAccumulate::kFloat32, QmmAccumulate::kInt32}) {
+          for (bool masked : {false, true}) {
+            QuantizedMatMulKernelSpec spec;
+            spec.a_signed = a;
+            spec.b_signed = b;
+            spec.output = y;
+            spec.accumulate = accumulate;
+            spec.masked = masked;
+            keys.push_back(spec.Key());
+          }
+        }
       }
     }
   }

@@ -6,31 +6,35 @@
 //
 // qmm.gemm: one group computes a 128 x 128 block of one output slice: 16 x 16
 // threads, each an 8 x 8 micro-tile (rows ty*4+{0..3} and 64+ty*4+{0..3},
-// columns likewise with tx, so that groupshared reads are conflict-free
-// 16-byte loads). Per K step of 16 values every thread stages 8 values of
-// one A row and 8 of one B column: it loads them (two words each),
+// columns likewise with tx). Per K step of 8 values every thread stages 4
+// values of one A row and 4 of one B column: it loads them (one word each),
 // extracts them and subtracts the row's (column's) zero point ONCE, and
-// stores the centred int32 values in groupshared memory, double-buffered,
-// so a step needs one barrier. The K loop then is, per k, four 16-byte
-// groupshared loads and 16 vector imads (64 MACs):
-//   acc = sum over k of (a - a_zp) * (b - b_zp)    (int32; the planner
-// checks K * max|a - a_zp| * max|b - b_zp| < 2^31, so it never wraps).
+// stores the centred values in structured groupshared memory,
+// double-buffered, so a step needs one barrier. The K loop then is, per k,
+// four 16-byte groupshared loads at immediate offsets and 16 vector
+// multiply-adds (64 MACs):
+//   acc = sum over k of (a - a_zp) * (b - b_zp)
+// in int32 (imad), or in float32 (mad: FMA runs at twice the IMAD rate on
+// current GPUs), which is exact because 256 such products sum to less than
+// 2^24: the float sums are flushed into int32 every 256 k. The planner checks
+// K * max|a - a_zp| * max|b - b_zp| < 2^31, so the int32 sum never wraps.
 // Requantization in float32: round_ne(float(acc) * (a_scale * b_scale /
 // output_scale)) + output_zp, saturated to the output type.
 //
 // With split-K (output type i32) the group index's slice part is the split
-// index (a split-K product has one slice): group s computes K quads
-// [s * SplitQuads, (s + 1) * SplitQuads) and stores its int32 sums in
+// index (a split-K product has one slice): group s computes K octs
+// [s * SplitOcts, (s + 1) * SplitOcts) and stores its int32 sums in
 // partials u0 (split-major, rows of N4 * 4 int32); qmm.reduce then adds the
 // splits of each output word (int32 addition is associative, so the result
 // is bit-identical whatever the split) and requantizes.
 //
 // Layouts (the planner repacks on the host):
-//   t0  A: rows of KQ = ceil(K/16) quads of 16 bytes (16 consecutive k);
-//       the padding past K holds the row's zero point (it centres to 0)
-//   t1  B: per B slice, KQ blocks of N columns' quads: quad q of column n
-//       at (q * N + n) * 16, so a step's 128 columns are 2 KiB contiguous;
-//       padding holds the column's zero point
+//   t0  A: rows of K4 = ceil(K/4) words, zero-padded; values past K are
+//       masked in the kernel ("masked" variants, for K % 8 != 0)
+//   t1  B: per B slice, KO = ceil(K/8) blocks of N columns' 8-byte octs (8
+//       consecutive k): oct o of column n at (o * N + n) * 8, so a step's
+//       128 columns are 1 KiB contiguous; padding holds the column's zero
+//       point (it centres to 0)
 //   t2  row params, 4 dwords per output row: a_scale, output_scale (float
 //       bits), a_zp, output_zp (int32)
 //   t3  column params, 2 dwords per column: b_scale (float bits), b_zp
@@ -51,7 +55,7 @@ namespace dmlserve::d3d12 {
 inline constexpr int kQmmConstRows = 0;            // M: rows per output slice
 inline constexpr int kQmmConstColumns = 1;         // N
 inline constexpr int kQmmConstDepth = 2;           // K
-inline constexpr int kQmmConstDepthQuads = 3;      // KQ = ceil(K / 16)
+inline constexpr int kQmmConstDepthOcts = 3;       // KO = ceil(K / 8)
 inline constexpr int kQmmConstTilesN = 4;          // ceil(N / tile_n)
 inline constexpr int kQmmConstTilesPerSlice = 5;   // tiles_m * tiles_n
 inline constexpr int kQmmConstChannels = 6;        // output channel count
@@ -64,28 +68,32 @@ inline constexpr int kQmmConstOutputWords = 11;  // N4
 // shares one entry (per-tensor scales and zero points), so a product of
 // millions of rows does not upload 16 bytes of parameters for each.
 inline constexpr int kQmmConstRowParamBytes = 12;
-// Split-K: K quads per split (qmm.gemm with i32 output); the number of
-// splits (qmm.reduce).
-inline constexpr int kQmmConstSplitQuads = 13;
+// Split-K: K octs per split (qmm.gemm with i32 output, qmm.rows); the
+// number of splits (qmm.reduce).
+inline constexpr int kQmmConstSplitOcts = 13;
 inline constexpr int kQmmConstSplits = 13;
 
 // Output of a qmm.gemm kernel: requantized int8/uint8, or int32 split-K
 // partial sums for qmm.reduce.
 enum class QmmOutput { kInt8, kUint8, kInt32Partial };
+// How qmm.gemm multiply-adds: int32 imad, or exact float32 FMA (see above).
+enum class QmmAccumulate { kInt32, kFloat32 };
 
 struct QuantizedMatMulKernelSpec {
   bool a_signed = true;
   bool b_signed = true;
   QmmOutput output = QmmOutput::kInt8;
+  QmmAccumulate accumulate = QmmAccumulate::kFloat32;
+  bool masked = false;  // K % 8 != 0: mask the A values past K
   static constexpr uint32_t kThreadsX = 16, kThreadsY = 16;
   static constexpr uint32_t kMicroM = 8, kMicroN = 8;
-  static constexpr uint32_t kStepWords = 4;  // K words (16 values) staged per step
+  static constexpr uint32_t kStepWords = 2;  // K words (8 values) staged per step
   static constexpr uint32_t kStepValues = kStepWords * 4;
   static constexpr uint32_t tile_m() { return kThreadsY * kMicroM; }
   static constexpr uint32_t tile_n() { return kThreadsX * kMicroN; }
 
-  // "qmm.gemm/s8/u8/s8/t16x16m8n8k16": A, B, output type (s8, u8 or i32),
-  // tile shape.
+  // "qmm.gemm/s8/u8/s8/t16x16m8n8k8/f32": A, B, output type (s8, u8 or i32),
+  // tile shape, accumulation (i32 or f32) with "m" when masked ("f32m").
   std::string Key() const;
   static absl::StatusOr<QuantizedMatMulKernelSpec> Parse(absl::string_view key);
 };
@@ -96,11 +104,11 @@ struct QuantizedMatMulKernelSpec {
 // K and stores int32 partials for qmm.reduce (even with one split: a thread
 // owns 2 columns, half an output word). The group first stages its R rows of
 // A for the whole split, centred, in groupshared memory ([row][k], 16 KiB,
-// so a split holds at most 256 / R quads); then per K quad each thread loads
-// its 2 columns' 16-byte quads of B (consecutive threads, consecutive 32
-// bytes), extracts and centres those 32 values once, and multiply-adds them
-// with every row's 16 values, read as 4 broadcast 16-byte groupshared loads.
-// Per quad a thread does 32 * R MACs for 64 + 36 * R ALU ops.
+// so a split holds at most 512 / R octs); then per K oct each thread loads
+// its 2 columns' 8-byte octs of B (consecutive threads, consecutive 16
+// bytes), extracts and centres those 16 values once, and multiply-adds them
+// with every row's 8 values, read as 2 broadcast 16-byte groupshared loads.
+// Per oct a thread does 16 * R MACs for about 32 + 18 * R ALU ops.
 struct QuantizedMatMulRowsSpec {
   bool a_signed = true;
   bool b_signed = true;
@@ -109,8 +117,8 @@ struct QuantizedMatMulRowsSpec {
   static constexpr uint32_t kColumnsPerThread = 2;
   static constexpr uint32_t kSharedBytes = 16384;
   static constexpr uint32_t tile_n() { return kThreads * kColumnsPerThread; }
-  // K quads one split may hold (A staged whole).
-  uint32_t max_split_quads() const { return kSharedBytes / (rows * 64); }
+  // K octs one split may hold (A staged whole).
+  uint32_t max_split_octs() const { return kSharedBytes / (rows * 32); }
   std::string Key() const;  // "qmm.rows/s8/u8/r16"
   static absl::StatusOr<QuantizedMatMulRowsSpec> Parse(absl::string_view key);
 };

@@ -54,30 +54,30 @@ uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
   return worst;
 }
 
-// K quads: 16 consecutive k values, the unit the kernel loads.
-uint32_t DepthQuads(uint32_t k) { return (k + 15) / 16; }
+// K octs: 8 consecutive k values, the unit the kernels load B in.
+uint32_t DepthOcts(uint32_t k) { return (k + 7) / 8; }
 
-// B [slices, K, N] -> per slice, KQ blocks of N columns' 16-byte quads
-// (quad q of column n at (q * N + n) * 16); k past K holds the column's zero
-// point, which the kernel centres to 0.
+// B [slices, K, N] -> per slice, KO blocks of N columns' octs (oct o of
+// column n at (o * N + n) * 8); k past K holds the column's zero point,
+// which the kernels centre to 0.
 std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
   const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
-  const uint32_t kq = DepthQuads(op.k);
-  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(slices * kq * op.n * 16);
+  const uint32_t ko = DepthOcts(op.k);
+  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(slices * ko * op.n * 8);
   const uint8_t* b = op.b.data();
   uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
   for (uint64_t s = 0; s < slices; ++s) {
     const uint8_t* slice = b + s * op.k * op.n;
-    uint8_t* slice_out = out + s * kq * op.n * 16;
+    uint8_t* slice_out = out + s * ko * op.n * 8;
     for (uint32_t k = 0; k < op.k; ++k) {
       const uint8_t* row = slice + uint64_t{k} * op.n;
-      uint8_t* quad = slice_out + (uint64_t{k / 16} * op.n) * 16 + k % 16;
-      for (uint32_t n = 0; n < op.n; ++n) quad[uint64_t{n} * 16] = row[n];
+      uint8_t* oct = slice_out + (uint64_t{k / 8} * op.n) * 8 + k % 8;
+      for (uint32_t n = 0; n < op.n; ++n) oct[uint64_t{n} * 8] = row[n];
     }
-    for (uint32_t k = op.k; k < kq * 16; ++k) {
-      uint8_t* quad = slice_out + (uint64_t{k / 16} * op.n) * 16 + k % 16;
+    for (uint32_t k = op.k; k < ko * 8; ++k) {
+      uint8_t* oct = slice_out + (uint64_t{k / 8} * op.n) * 8 + k % 8;
       for (uint32_t n = 0; n < op.n; ++n) {
-        quad[uint64_t{n} * 16] = static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
+        oct[uint64_t{n} * 8] = static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
       }
     }
   }
@@ -224,16 +224,19 @@ std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
   return Buffer::Adopt(std::move(out));
 }
 
-Spec GemmSpec(const QuantizedMatMulOperation& op) {
+Spec GemmSpec(const QuantizedMatMulOperation& op, QmmAccumulate accumulate) {
   Spec spec;
   spec.a_signed = IsSigned(op.a.data_type);
   spec.b_signed = IsSigned(op.b.data_type);
   spec.output = IsSigned(op.output_data_type) ? QmmOutput::kInt8 : QmmOutput::kUint8;
+  spec.accumulate = accumulate;
+  spec.masked = op.k % 8 != 0;
   return spec;
 }
 
-Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices) {
-  const Spec spec = GemmSpec(op);
+Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices,
+                      QmmAccumulate accumulate) {
+  const Spec spec = GemmSpec(op, accumulate);
   Dispatch d;
   d.kernel = spec.Key();
   const uint64_t tiles_m = CeilDiv(rows, Spec::tile_m());
@@ -241,7 +244,7 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
   d.constants[kQmmConstRows] = static_cast<uint32_t>(rows);
   d.constants[kQmmConstColumns] = op.n;
   d.constants[kQmmConstDepth] = op.k;
-  d.constants[kQmmConstDepthQuads] = DepthQuads(op.k);
+  d.constants[kQmmConstDepthOcts] = DepthOcts(op.k);
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles_m * tiles_n);
   d.constants[kQmmConstOutputWords] = (op.n + 3) / 4;
@@ -301,25 +304,25 @@ void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, 
 // Split-K (quantized_matmul_kernels.h): a product with fewer 128 x 128 tiles
 // than kSplitKTargetGroups is split along K into up to that many groups, so
 // that a GPU of 132 SMs (an H100) gets 2 groups per SM; every split keeps at
-// least kMinSplitQuads K quads (256 k), so the extra reduce pass and the
+// least kMinSplitOcts K octs (256 k), so the extra reduce pass and the
 // partials' traffic stay small against the multiply-adds.
 constexpr uint64_t kSplitKTargetGroups = 2 * 132;
-constexpr uint32_t kMinSplitQuads = 16;
+constexpr uint32_t kMinSplitOcts = 32;
 // Products of at most this many rows run on qmm.rows (R <= 16 rows per group)
 // rather than 128-row tiles, of which they would use under half.
 constexpr uint64_t kRowsKernelMaxRows = 64;
-// qmm.rows splits keep at least this many K quads (64 k) each.
-constexpr uint64_t kMinRowsSplitQuads = 4;
+// qmm.rows splits keep at least this many K octs (64 k) each.
+constexpr uint64_t kMinRowsSplitOcts = 8;
 
-// The K quads per split of a (rows x N x K) product: 0 when not split.
-uint32_t SplitQuads(uint64_t rows, const QuantizedMatMulOperation& op) {
+// The K octs per split of a (rows x N x K) product: 0 when not split.
+uint32_t SplitOcts(uint64_t rows, const QuantizedMatMulOperation& op) {
   const uint64_t tiles = CeilDiv(rows, Spec::tile_m()) * CeilDiv(op.n, Spec::tile_n());
-  const uint32_t kq = DepthQuads(op.k);
-  if (tiles >= kSplitKTargetGroups || kq < 2 * kMinSplitQuads) return 0;
+  const uint32_t ko = DepthOcts(op.k);
+  if (tiles >= kSplitKTargetGroups || ko < 2 * kMinSplitOcts) return 0;
   const uint64_t splits =
-      std::min<uint64_t>(CeilDiv(kSplitKTargetGroups, tiles), kq / kMinSplitQuads);
+      std::min<uint64_t>(CeilDiv(kSplitKTargetGroups, tiles), ko / kMinSplitOcts);
   if (splits < 2) return 0;
-  return static_cast<uint32_t>(CeilDiv(kq, splits));
+  return static_cast<uint32_t>(CeilDiv(ko, splits));
 }
 
 // The second pass of a split product: partials summed and requantized.
@@ -342,25 +345,26 @@ void AddReduce(const QuantizedMatMulOperation& first, const Dispatch& product, u
 // too few tiles.
 void PlanGemmDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
                         uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
-                        BufferId column_params, BufferId out, PlanBuilder& builder) {
+                        BufferId column_params, BufferId out, QmmAccumulate accumulate,
+                        PlanBuilder& builder) {
   const uint64_t row_words = (first.n + 3) / 4;
-  Dispatch d = GemmDispatch(first, total_rows, 1);
+  Dispatch d = GemmDispatch(first, total_rows, 1, accumulate);
   d.constants[kQmmConstRowParamBytes] = row_param_bytes;
-  const uint32_t split_quads = SplitQuads(total_rows, first);
-  if (split_quads == 0) {
+  const uint32_t split_octs = SplitOcts(total_rows, first);
+  if (split_octs == 0) {
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
   } else {
     // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
     // requantized into `out`.
-    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthQuads(first.k), split_quads));
+    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthOcts(first.k), split_octs));
     const BufferId partials = builder.AddDeviceBuffer(
         BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
     const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
-    Spec spec = GemmSpec(first);
+    Spec spec = GemmSpec(first, accumulate);
     spec.output = QmmOutput::kInt32Partial;
     d.kernel = spec.Key();
-    d.constants[kQmmConstSplitQuads] = split_quads;
+    d.constants[kQmmConstSplitOcts] = split_octs;
     SetGroupCount(d, tiles * splits);
     Bind(d, a, b, rows, column_params, partials);
     builder.AddDispatch(0, d);
@@ -370,8 +374,8 @@ void PlanGemmDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
 
 // One product of at most kRowsKernelMaxRows rows on qmm.rows: R rows per
 // group (the fewest that hold them, up to 16), split along K into enough
-// groups for the device (each split's A staged whole: at most 256 / R
-// quads), then qmm.reduce.
+// groups for the device (each split's A staged whole: at most 512 / R
+// octs), then qmm.reduce.
 void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
                         uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
                         BufferId column_params, BufferId out, PlanBuilder& builder) {
@@ -383,12 +387,12 @@ void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
   const uint64_t tiles_m = CeilDiv(total_rows, spec.rows);
   const uint64_t tiles_n = CeilDiv(first.n, QuantizedMatMulRowsSpec::tile_n());
   const uint64_t tiles = tiles_m * tiles_n;
-  const uint32_t kq = DepthQuads(first.k);
+  const uint32_t ko = DepthOcts(first.k);
   const uint64_t wanted_splits = CeilDiv(kSplitKTargetGroups, tiles);
   // Rounded down, so that the splits make at least the groups wanted.
-  uint64_t split_quads = std::max<uint64_t>(kq / wanted_splits, kMinRowsSplitQuads);
-  split_quads = std::min<uint64_t>({split_quads, spec.max_split_quads(), kq});
-  const uint32_t splits = static_cast<uint32_t>(CeilDiv(kq, split_quads));
+  uint64_t split_octs = std::max<uint64_t>(ko / wanted_splits, kMinRowsSplitOcts);
+  split_octs = std::min<uint64_t>({split_octs, spec.max_split_octs(), ko});
+  const uint32_t splits = static_cast<uint32_t>(CeilDiv(ko, split_octs));
   const uint64_t row_words = (first.n + 3) / 4;
   const BufferId partials =
       builder.AddDeviceBuffer(BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
@@ -397,13 +401,13 @@ void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
   d.constants[kQmmConstRows] = static_cast<uint32_t>(total_rows);
   d.constants[kQmmConstColumns] = first.n;
   d.constants[kQmmConstDepth] = first.k;
-  d.constants[kQmmConstDepthQuads] = kq;
+  d.constants[kQmmConstDepthOcts] = ko;
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles);
   d.constants[kQmmConstChannels] = 1;
   d.constants[kQmmConstOutputWords] = static_cast<uint32_t>(row_words);
   d.constants[kQmmConstRowParamBytes] = row_param_bytes;
-  d.constants[kQmmConstSplitQuads] = static_cast<uint32_t>(split_quads);
+  d.constants[kQmmConstSplitOcts] = static_cast<uint32_t>(split_octs);
   SetGroupCount(d, tiles * splits);
   Bind(d, a, b, rows, column_params, partials);
   builder.AddDispatch(0, d);
@@ -412,7 +416,7 @@ void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
 
 // Jobs whose B is one matrix, as one product of their stacked A rows.
 void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows, BufferId b,
-                        BufferId column_params, PlanBuilder& builder) {
+                        BufferId column_params, QmmAccumulate accumulate, PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*items[0]->operation);
   BufferId a;
   if (items.size() == 1 && first.k % 4 == 0) {
@@ -435,7 +439,8 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   if (total_rows <= kRowsKernelMaxRows) {
     PlanRowsDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out, builder);
   } else {
-    PlanGemmDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out, builder);
+    PlanGemmDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out,
+                       accumulate, builder);
   }
   uint64_t first_row = 0;
   for (WorkItem* item : items) {
@@ -479,7 +484,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     uint64_t chunk_rows = 0;
     auto flush = [&] {
       if (chunk.empty()) return;
-      PlanStackedProduct(chunk, chunk_rows, b, column_params, builder);
+      PlanStackedProduct(chunk, chunk_rows, b, column_params, options.gemm_accumulate, builder);
       chunk.clear();
       chunk_rows = 0;
     };
@@ -515,7 +520,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
         builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
     const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput,
                                                  uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
-    Dispatch d = GemmDispatch(op, op.m, slices);
+    Dispatch d = GemmDispatch(op, op.m, slices, options.gemm_accumulate);
     if (uniform) d.constants[kQmmConstRowParamBytes] = 0;
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
@@ -526,12 +531,12 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
 }
 
 absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
-  const uint64_t kq_bytes = uint64_t{DepthQuads(op.k)} * 16;
+  const uint64_t ko_bytes = uint64_t{DepthOcts(op.k)} * 8;
   const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t b_columns = uint64_t{op.b_batch} * op.b_channel * op.n;
   if (a_rows * ARowBytes(op.k) > kMaxKernelBufferBytes ||
-      b_columns * kq_bytes > kMaxKernelBufferBytes ||
+      b_columns * ko_bytes > kMaxKernelBufferBytes ||
       out_rows * ((op.n + 3) / 4) * 4 > kMaxKernelBufferBytes ||
       (!UniformRowParams(op) && out_rows * 16 > kMaxKernelBufferBytes)) {
     return absl::ResourceExhaustedError(
@@ -542,8 +547,14 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
 
 }  // namespace
 
+QmmAccumulate DefaultGemmAccumulate() {
+  const char* value = std::getenv("DMLSERVE_D3D12_QMM_ACCUMULATE");
+  return value != nullptr && std::string(value) == "int32" ? QmmAccumulate::kInt32
+                                                           : QmmAccumulate::kFloat32;
+}
+
 uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
-  const uint64_t kq_bytes = uint64_t{DepthQuads(op.k)} * 16;
+  const uint64_t ko_bytes = uint64_t{DepthOcts(op.k)} * 8;
   const uint64_t n4_bytes = (uint64_t{op.n} + 3) / 4 * 4;
   const uint64_t a_rows = uint64_t{op.a_batch} * op.a_channel * op.m;
   const uint64_t out_rows = uint64_t{op.batch} * op.channel * op.m;
@@ -552,7 +563,7 @@ uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
   // shared entry or one per row) likewise; the output on the device, in
   // read-back staging and copied out of it.
   const uint64_t row_params = UniformRowParams(op) ? 16 : out_rows * 16;
-  return 2 * (a_rows * ARowBytes(op.k) + b_columns * kq_bytes + row_params) +
+  return 2 * (a_rows * ARowBytes(op.k) + b_columns * ko_bytes + row_params) +
          3 * out_rows * n4_bytes;
 }
 

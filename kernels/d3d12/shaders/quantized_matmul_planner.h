@@ -18,10 +18,17 @@
 #include "absl/status/status.h"
 #include "kernels/backend/device.h"
 #include "kernels/d3d12/shaders/plan_builder.h"
+#include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 
 namespace dmlserve::d3d12 {
 
+// DMLSERVE_D3D12_QMM_ACCUMULATE=int32 picks int32 multiply-adds for qmm.gemm
+// (for comparisons on a GPU); the default is exact float32 FMA.
+QmmAccumulate DefaultGemmAccumulate();
+
 struct QuantizedMatMulPlannerOptions {
+  // How qmm.gemm multiply-adds (both are exact).
+  QmmAccumulate gemm_accumulate = DefaultGemmAccumulate();
   // Host copies of packed registered weights kept for reuse across batches.
   uint64_t packed_weight_cache_bytes = uint64_t{256} << 20;
 };

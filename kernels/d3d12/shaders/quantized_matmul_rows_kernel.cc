@@ -10,7 +10,7 @@
 //
 // Constants: kQmmConstRows is M (every row of the one product),
 // kQmmConstTilesN = ceil(N / 512), kQmmConstTilesPerSlice = ceil(M / R) *
-// TilesN, kQmmConstSplitQuads the K quads per split; group g computes split
+// TilesN, kQmmConstSplitOcts the K octs per split; group g computes split
 // g / TilesPerSlice. Partials: int32 at ((split * M + row) * N4 * 4 + column) * 4.
 
 namespace dmlserve::d3d12 {
@@ -25,7 +25,7 @@ std::string Component(uint32_t i) { return std::string(1, "xyzw"[i]); }
 class RowsBuilder {
  public:
   RowsBuilder(KernelAssembler& a, const Spec& spec)
-      : a_(a), spec_(spec), row_stride_bytes_(spec.max_split_quads() * 64) {}
+      : a_(a), spec_(spec), row_stride_bytes_(spec.max_split_octs() * 32) {}
 
   void Build() {
     using A = KernelAssembler;
@@ -58,12 +58,12 @@ class RowsBuilder {
     n0_ = a_.Scalar();
     a_.imul(m0_, tile_m, A::l(spec_.rows));
     a_.imul(n0_, tile_n, A::l(Spec::tile_n()));
-    first_quad_ = a_.Scalar();
-    quads_ = a_.Scalar();
-    a_.imul(first_quad_, split_, C(kQmmConstSplitQuads));
-    a_.iadd(quads_, first_quad_, C(kQmmConstSplitQuads));
-    a_.umin(quads_, quads_, C(kQmmConstDepthQuads));
-    a_.iadd(quads_, quads_, -first_quad_);
+    first_oct_ = a_.Scalar();
+    octs_ = a_.Scalar();
+    a_.imul(first_oct_, split_, C(kQmmConstSplitOcts));
+    a_.iadd(octs_, first_oct_, C(kQmmConstSplitOcts));
+    a_.umin(octs_, octs_, C(kQmmConstDepthOcts));
+    a_.iadd(octs_, octs_, -first_oct_);
     last_row_ = a_.Scalar();
     a_.iadd(last_row_, C(kQmmConstRows), A::l(-1));
   }
@@ -72,18 +72,18 @@ class RowsBuilder {
   // are never stored) of A over the split's K range, centred on each row's
   // zero point, values past K masked to 0, as [row][k] int32 at
   // row * row_stride_bytes_ + (k - first_k) * 4. Thread f stages words
-  // f, f + 256, ... of the R * SplitQuads * 4.
+  // f, f + 256, ... of the R * SplitOcts * 2.
   void StageA() {
     using A = KernelAssembler;
     const Operand f = A::vThreadIDInGroupFlattened().x();
     const Operand words = a_.Scalar(), split_words = a_.Scalar(), k4 = a_.Scalar();
     const Operand last_word = a_.Scalar(), first_word = a_.Scalar();
-    a_.ishl(split_words, C(kQmmConstSplitQuads), A::l(2));
+    a_.ishl(split_words, C(kQmmConstSplitOcts), A::l(1));
     a_.imul(words, split_words, A::l(spec_.rows));
     a_.iadd(k4, C(kQmmConstDepth), A::l(3));
     a_.ushr(k4, k4, A::l(2));
     a_.iadd(last_word, k4, A::l(-1));
-    a_.ishl(first_word, first_quad_, A::l(2));
+    a_.ishl(first_word, first_oct_, A::l(1));
 
     const Operand i = a_.Scalar(), r = a_.Scalar(), w = a_.Scalar(), row = a_.Scalar();
     const Operand address = a_.Scalar(), zp = a_.Scalar(), word = a_.Scalar();
@@ -131,7 +131,7 @@ class RowsBuilder {
     a_.iadd(last_column, C(kQmmConstColumns), A::l(-1));
     Operand b_address[Spec::kColumnsPerThread], b_zp[Spec::kColumnsPerThread];
     const Operand b_step = a_.Scalar();
-    a_.ishl(b_step, C(kQmmConstColumns), A::l(4));
+    a_.ishl(b_step, C(kQmmConstColumns), A::l(3));
     for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
       b_address[c] = a_.Scalar();
       b_zp[c] = a_.Scalar();
@@ -139,30 +139,30 @@ class RowsBuilder {
       a_.umin(column, column, last_column);
       a_.imad(address, column, A::l(8), A::l(4));
       a_.ld_raw(b_zp[c], address, A::t(3));
-      // ((first_quad * N) + column) * 16
-      a_.imad(b_address[c], first_quad_, C(kQmmConstColumns), column);
-      a_.ishl(b_address[c], b_address[c], A::l(4));
+      // ((first_oct * N) + column) * 8
+      a_.imad(b_address[c], first_oct_, C(kQmmConstColumns), column);
+      a_.ishl(b_address[c], b_address[c], A::l(3));
     }
 
     for (uint32_t r = 0; r < spec_.rows; ++r) {
       acc_.push_back(A::r(a_.NewTemp()));
       a_.mov(acc_.back(), A::l(0, 0, 0, 0));
     }
-    Operand b_words[Spec::kColumnsPerThread], b_values[Spec::kColumnsPerThread][4];
+    Operand b_words[Spec::kColumnsPerThread], b_values[Spec::kColumnsPerThread][2];
     for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
       b_words[c] = A::r(a_.NewTemp());
       for (Operand& v : b_values[c]) v = A::r(a_.NewTemp());
     }
-    Operand a_values[4];
+    Operand a_values[2];
     for (Operand& v : a_values) v = A::r(a_.NewTemp());
-    const Operand quad = a_.Scalar(), a_read = a_.Scalar();
-    a_.mov(quad, A::l(0));
+    const Operand oct = a_.Scalar(), a_read = a_.Scalar();
+    a_.mov(oct, A::l(0));
     a_.mov(a_read, A::l(0));
-    a_.LoopWhileUnsignedLess(quad, quads_);
+    a_.LoopWhileUnsignedLess(oct, octs_);
     for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
-      a_.ld_raw(b_words[c], b_address[c], A::t(1));
+      a_.ld_raw(b_words[c].xy(), b_address[c], A::t(1));
       a_.iadd(b_address[c], b_address[c], b_step);
-      for (uint32_t j = 0; j < 4; ++j) {
+      for (uint32_t j = 0; j < 2; ++j) {
         const Operand word = b_words[c].sel(std::string(4, "xyzw"[j]));
         if (spec_.b_signed) {
           a_.ibfe(b_values[c][j], A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
@@ -173,21 +173,21 @@ class RowsBuilder {
       }
     }
     for (uint32_t r = 0; r < spec_.rows; ++r) {
-      for (uint32_t j = 0; j < 4; ++j) {
+      for (uint32_t j = 0; j < 2; ++j) {
         a_.iadd(address, a_read, A::l(r * row_stride_bytes_ + j * 16));
         a_.ld_raw(a_values[j], address, A::g(0));
       }
       for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
         const Operand sum = acc_[r].sel(Component(c));
-        for (uint32_t j = 0; j < 4; ++j) {
+        for (uint32_t j = 0; j < 2; ++j) {
           for (uint32_t v = 0; v < 4; ++v) {
             a_.imad(sum, a_values[j].sel(Component(v)), b_values[c][j].sel(Component(v)), sum);
           }
         }
       }
     }
-    a_.iadd(a_read, a_read, A::l(64));
-    a_.iadd(quad, quad, A::l(1));
+    a_.iadd(a_read, a_read, A::l(32));
+    a_.iadd(oct, oct, A::l(1));
     a_.endloop();
   }
 
@@ -213,7 +213,7 @@ class RowsBuilder {
   KernelAssembler& a_;
   const Spec& spec_;
   const uint32_t row_stride_bytes_;
-  Operand split_, m0_, n0_, first_quad_, quads_, last_row_, column0_;
+  Operand split_, m0_, n0_, first_oct_, octs_, last_row_, column0_;
   std::vector<Operand> acc_;
 };
 
