@@ -29,17 +29,30 @@ bool NeedsUpload(BufferKind kind) {
 class BatchBuffers {
  public:
   BatchBuffers(GpuBufferPool* pool, ResidentTensors* residents, size_t count)
-      : pooled_(count), resident_(count), pool_(pool), residents_(residents) {}
+      : pooled_(count),
+        views_(count),
+        in_arena_(count, false),
+        resident_(count),
+        pool_(pool),
+        residents_(residents) {}
   ~BatchBuffers() {
     for (PooledBuffer& buffer : pooled_) pool_->Release(std::move(buffer));
+    pool_->Release(std::move(upload_arena_));
+    pool_->Release(std::move(output_arena_));
     for (const std::string& key : uploading_) residents_->Abandoned(key);
   }
 
   const PooledBuffer& buffer(BufferId id) const {
-    return resident_[id] ? *resident_[id] : pooled_[id];
+    if (resident_[id]) return *resident_[id];
+    return in_arena_[id] ? views_[id] : pooled_[id];
   }
 
+  // Pooled buffers this batch holds: per BufferId, plus the two arenas.
   std::vector<PooledBuffer> pooled_;
+  PooledBuffer upload_arena_, output_arena_;
+  // Buffers that are ranges of an arena: the arena's resource, their address.
+  std::vector<PooledBuffer> views_;
+  std::vector<bool> in_arena_;
   std::vector<std::shared_ptr<const PooledBuffer>> resident_;
   std::vector<std::string> uploading_;  // resident keys this batch uploads
 
@@ -141,14 +154,27 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
                        kMaxGroupsPerDimension, " per dimension"));
     }
     for (int slot = 0; slot < kSrvCount; ++slot) {
-      absl::Status status = CheckBinding(plan, d, "t", slot, dispatch.srvs[slot]);
+      const BufferBinding& srv = dispatch.srvs[slot];
+      absl::Status status = CheckBinding(plan, d, "t", slot, srv);
       if (!status.ok()) return status;
+      // Outputs share one resource per batch, which stays writable.
+      if (srv.buffer != BufferBinding::kUnbound &&
+          plan.buffers[srv.buffer].kind == BufferKind::kOutput) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dispatch ", d, " reads output buffer ", srv.buffer, " (t", slot,
+                         "); outputs are only written (stage results through kScratch)"));
+      }
     }
     for (int slot = 0; slot < kUavCount; ++slot) {
       const BufferBinding& uav = dispatch.uavs[slot];
       absl::Status status = CheckBinding(plan, d, "u", slot, uav);
       if (!status.ok()) return status;
       if (uav.buffer == BufferBinding::kUnbound) continue;
+      if (plan.buffers[uav.buffer].kind == BufferKind::kUpload) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dispatch ", d, " writes upload buffer ", uav.buffer, " (u", slot,
+                         "); uploads share one resource per batch and are only read"));
+      }
       if (plan.buffers[uav.buffer].kind == BufferKind::kResident) {
         return absl::InvalidArgumentError(
             absl::StrCat("dispatch ", d, " writes resident buffer ", uav.buffer, " (u", slot,
@@ -219,28 +245,58 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
       upload_here[id] = true;
     }
   }
+  // The batch's kUpload buffers are ranges of one upload arena, and its
+  // kOutput buffers ranges of one output arena, laid out as in the staging
+  // rings: one copy in and one copy out per batch, and one state transition
+  // each (ValidatePlan guarantees uploads are only read and outputs only
+  // written by dispatches). Resident uploads and zeroed buffers stay
+  // separate resources with their own copies.
+  std::vector<uint64_t> staging_offset(count, 0);
+  uint64_t upload_arena_bytes = 0, output_arena_bytes = 0;
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.kind == BufferKind::kUpload) {
+      staging_offset[id] = upload_arena_bytes;
+      upload_arena_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+      buffers.in_arena_[id] = true;
+    } else if (spec.kind == BufferKind::kOutput) {
+      staging_offset[id] = output_arena_bytes;
+      output_arena_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+      buffers.in_arena_[id] = true;
+    }
+  }
+  for (auto [arena, bytes] : {std::make_pair(&buffers.upload_arena_, upload_arena_bytes),
+                              std::make_pair(&buffers.output_arena_, output_arena_bytes)}) {
+    if (bytes == 0) continue;
+    absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(bytes);
+    if (!buffer.ok()) return DeviceFailure(buffer.status());
+    *arena = std::move(*buffer);
+  }
   for (BufferId id = 0; id < count; ++id) {
     const BufferSpec& spec = plan.buffers[id];
     if (spec.kind == BufferKind::kResident) continue;
+    if (buffers.in_arena_[id]) {
+      const PooledBuffer& arena =
+          spec.kind == BufferKind::kUpload ? buffers.upload_arena_ : buffers.output_arena_;
+      buffers.views_[id] = {arena.resource, spec.size_bytes, arena.address + staging_offset[id]};
+      upload_here[id] = false;  // the arena's single copy brings it
+      continue;
+    }
     absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(spec.size_bytes);
     if (!buffer.ok()) return DeviceFailure(buffer.status());
     buffers.pooled_[id] = std::move(*buffer);
     upload_here[id] = NeedsUpload(spec.kind);
   }
 
-  // Staging layout: each upload and each output at an aligned offset of the
-  // batch's region in the ring.
-  std::vector<uint64_t> staging_offset(count, 0);
-  uint64_t upload_bytes = 0, readback_bytes = 0;
+  // Staging: the upload arena's bytes first, then each separate upload at
+  // an aligned offset; the output arena fills the start of the readback
+  // region.
+  uint64_t upload_bytes = upload_arena_bytes;
+  const uint64_t readback_bytes = output_arena_bytes;
   for (BufferId id = 0; id < count; ++id) {
-    const BufferSpec& spec = plan.buffers[id];
-    if (upload_here[id]) {
-      staging_offset[id] = upload_bytes;
-      upload_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
-    } else if (spec.kind == BufferKind::kOutput) {
-      staging_offset[id] = readback_bytes;
-      readback_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
-    }
+    if (!upload_here[id]) continue;
+    staging_offset[id] = upload_bytes;
+    upload_bytes += AlignUp(plan.buffers[id].size_bytes, StagingRings::kAlignment);
   }
   absl::StatusOr<StagingRings::Reservation> staging =
       parts_.staging->Reserve(upload_bytes, readback_bytes);
@@ -250,18 +306,28 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   // Uploads: host bytes (or zeros) into the ring, then copies into place.
   const auto copy_in_start = std::chrono::steady_clock::now();
   for (BufferId id = 0; id < count; ++id) {
-    if (!upload_here[id]) continue;
     const BufferSpec& spec = plan.buffers[id];
+    const bool arena_upload = spec.kind == BufferKind::kUpload;
+    if (!upload_here[id] && !arena_upload) continue;
     uint8_t* destination = staging->upload_data() + staging_offset[id];
     if (spec.kind == BufferKind::kZeroed) {
       std::memset(destination, 0, spec.size_bytes);
     } else {
       ParallelMemcpy(destination, spec.host_bytes->data() + spec.host_offset, spec.size_bytes);
     }
-    states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+    if (!arena_upload) {
+      states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+    }
   }
   copy_in_ns_.fetch_add(ElapsedNs(copy_in_start), std::memory_order_relaxed);
+  if (upload_arena_bytes > 0) {
+    states.Require(buffers.upload_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+  }
   states.Flush(list);
+  if (upload_arena_bytes > 0) {
+    list->CopyBufferRegion(buffers.upload_arena_.resource.get(), 0, staging->upload_buffer(),
+                           staging->upload_offset(), upload_arena_bytes);
+  }
   for (BufferId id = 0; id < count; ++id) {
     if (!upload_here[id]) continue;
     list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging->upload_buffer(),
@@ -317,17 +383,12 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
 
   parts_.commands->MarkDispatchesEnd(context->get());
 
-  // Outputs to the readback ring.
-  for (BufferId id = 0; id < count; ++id) {
-    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
-    states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
-  }
-  states.Flush(list);
-  for (BufferId id = 0; id < count; ++id) {
-    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
-    list->CopyBufferRegion(staging->readback_buffer(),
-                           staging->readback_offset() + staging_offset[id],
-                           buffers.buffer(id).resource.get(), 0, plan.buffers[id].size_bytes);
+  // Outputs to the readback ring: the output arena in one copy.
+  if (output_arena_bytes > 0) {
+    states.Require(buffers.output_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
+    states.Flush(list);
+    list->CopyBufferRegion(staging->readback_buffer(), staging->readback_offset(),
+                           buffers.output_arena_.resource.get(), 0, output_arena_bytes);
   }
 
   if (parts_.faults->ShouldFailSubmission()) {

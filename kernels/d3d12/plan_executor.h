@@ -50,7 +50,8 @@ struct PlanExecutorParts {
 // Checks what the executor relies on: sizes and offsets multiples of 4,
 // bindings in range, host bytes present and long enough, group counts within
 // D3D12's limit, no buffer both read and written by one dispatch, resident
-// buffers never written.
+// and upload buffers never written, outputs never read (a batch's uploads
+// share one resource, its outputs another: one copy in and one copy out).
 absl::Status ValidatePlan(const DispatchPlan& plan);
 
 class PlanExecutor {

@@ -418,6 +418,23 @@ TEST_F(RuntimeTest, BadPlansFailTheBatchNotTheDevice) {
   read_and_write.dispatches[0].uavs[0].buffer = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(read_and_write).status()));
 
+  // A batch's uploads share one resource (read-only), its outputs another
+  // (write-only): one copy in, one copy out.
+  DispatchPlan writes_upload = AddPlan(a, a, 0);
+  writes_upload.dispatches[0].srvs[1].buffer = 0;
+  writes_upload.dispatches[0].uavs[0].buffer = 1;
+  absl::Status status = runtime->Run(writes_upload).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("writes upload buffer 1"));
+
+  DispatchPlan reads_output = AddPlan(a, a, 0);
+  reads_output.buffers.push_back(DeviceBuffer(BufferKind::kScratch, 64));
+  reads_output.dispatches.push_back(AddDispatch(2, 0, 3, 64, 0));
+  reads_output.dispatches[0].barrier_after = true;
+  status = runtime->Run(reads_output).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("reads output buffer 2"));
+
   DispatchPlan short_host = AddPlan(a, a, 0);
   short_host.buffers[1].host_offset = 8;
   EXPECT_TRUE(absl::IsInvalidArgument(runtime->Run(short_host).status()));
@@ -428,7 +445,7 @@ TEST_F(RuntimeTest, BadPlansFailTheBatchNotTheDevice) {
 
   DispatchPlan unknown_kernel = AddPlan(a, a, 0);
   unknown_kernel.dispatches[0].kernel = "test/no-such-kernel";
-  absl::Status status = runtime->Run(unknown_kernel).status();
+  status = runtime->Run(unknown_kernel).status();
   EXPECT_TRUE(absl::IsInternal(status)) << status;
   EXPECT_THAT(status.message(), HasSubstr("test/no-such-kernel"));
 
