@@ -131,10 +131,10 @@ TEST(QuantizedMatMulKernelTest, TileEdgesAndAllTypeCombinations) {
       }
     }
   }
-  RunAndCheck(operations);  // qmm.gemm with float32 FMA (the default)
-  PlannerOptions int32;
-  int32.quantized_matmul.gemm_accumulate = QmmAccumulate::kInt32;
-  RunAndCheck(operations, int32);
+  RunAndCheck(operations);  // qmm.gemm with int32 imad (the default)
+  PlannerOptions float32;
+  float32.quantized_matmul.gemm_accumulate = QmmAccumulate::kFloat32;
+  RunAndCheck(operations, float32);
 }
 
 // qmm.gemm's float32 sums: 255 * 255 products over 256 k come within 1%

@@ -14,9 +14,11 @@
 // four 16-byte groupshared loads at immediate offsets and 16 vector
 // multiply-adds (64 MACs):
 //   acc = sum over k of (a - a_zp) * (b - b_zp)
-// in int32 (imad), or in float32 (mad: FMA runs at twice the IMAD rate on
-// current GPUs), which is exact because 256 such products sum to less than
-// 2^24: the float sums are flushed into int32 every 256 k. The planner checks
+// in int32 (imad, the default), or in float32 (mad: FMA issues at twice the
+// IMAD rate on current GPUs), which is exact because 256 such products sum
+// to less than 2^24: the float sums are flushed into int32 every 256 k. On
+// an H100 through vkd3d the float32 kernel measured no faster (it holds
+// both accumulator sets, 64 more registers a thread: docs/benchmarks.md). The planner checks
 // K * max|a - a_zp| * max|b - b_zp| < 2^31, so the int32 sum never wraps.
 // Requantization in float32: round_ne(float(acc) * (a_scale * b_scale /
 // output_scale)) + output_zp, saturated to the output type.
@@ -83,7 +85,7 @@ struct QuantizedMatMulKernelSpec {
   bool a_signed = true;
   bool b_signed = true;
   QmmOutput output = QmmOutput::kInt8;
-  QmmAccumulate accumulate = QmmAccumulate::kFloat32;
+  QmmAccumulate accumulate = QmmAccumulate::kInt32;
   bool masked = false;  // K % 8 != 0: mask the A values past K
   static constexpr uint32_t kThreadsX = 16, kThreadsY = 16;
   static constexpr uint32_t kMicroM = 8, kMicroN = 8;

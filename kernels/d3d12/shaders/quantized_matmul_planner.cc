@@ -549,8 +549,8 @@ absl::Status CheckAddressable(const QuantizedMatMulOperation& op) {
 
 QmmAccumulate DefaultGemmAccumulate() {
   const char* value = std::getenv("DMLSERVE_D3D12_QMM_ACCUMULATE");
-  return value != nullptr && std::string(value) == "int32" ? QmmAccumulate::kInt32
-                                                           : QmmAccumulate::kFloat32;
+  return value != nullptr && std::string(value) == "float32" ? QmmAccumulate::kFloat32
+                                                             : QmmAccumulate::kInt32;
 }
 
 uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {

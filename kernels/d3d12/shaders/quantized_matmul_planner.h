@@ -22,8 +22,8 @@
 
 namespace dmlserve::d3d12 {
 
-// DMLSERVE_D3D12_QMM_ACCUMULATE=int32 picks int32 multiply-adds for qmm.gemm
-// (for comparisons on a GPU); the default is exact float32 FMA.
+// DMLSERVE_D3D12_QMM_ACCUMULATE=float32 picks the exact float32 FMA kernel
+// for qmm.gemm (for comparisons on a GPU); the default is int32 imad.
 QmmAccumulate DefaultGemmAccumulate();
 
 struct QuantizedMatMulPlannerOptions {
