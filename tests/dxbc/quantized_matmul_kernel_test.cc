@@ -210,6 +210,42 @@ TEST(QuantizedMatMulKernelTest, BroadcastSlices) {
 
 // Jobs sharing B run as one product with stacked A rows; a registered B is
 // a resident buffer.
+// A {batches, 1, 1, K} x B {1, channels, K, N}: every batch of A with every
+// channel of B, planned as ONE product of batches x (channels * N) (qmm.rows
+// for few batches, qmm.gemm for many), not a dispatch of batches x channels
+// slices; per-column B parameters repeat for each channel.
+TEST(QuantizedMatMulKernelTest, OuterProductsOfSlicesAreOneProduct) {
+  std::mt19937_64 rng(9);
+  std::vector<Operation> operations;
+  const uint32_t shapes[][4] = {{3, 5, 7, 9}, {70, 3, 20, 5}, {4, 300, 1, 1}, {130, 2, 33, 130}};
+  for (const auto& s : shapes) {
+    const uint32_t batches = s[0], channels = s[1], k = s[2], n = s[3];
+    QuantizedMatMulTensors t;
+    t.a = RandomBytes(DataType::kUint8, {batches, 1, 1, k}, rng);
+    t.a_scale = Scalar(DataType::kFloat32, 0.03);
+    t.a_zero_point = Scalar(DataType::kUint8, 100);
+    t.b = RandomBytes(DataType::kInt8, {1, channels, k, n}, rng);
+    t.b_scale = Floats({1, 1, 1, n}, rng, 0.01f, 0.05f);
+    t.b_zero_point = RandomBytes(DataType::kInt8, {1, 1, 1, n}, rng);
+    t.output_scale = Scalar(DataType::kFloat32, 0.25);
+    t.output_zero_point = Scalar(DataType::kInt8, -3);
+    absl::StatusOr<QuantizedMatMulOperation> op =
+        MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+    ASSERT_TRUE(op.ok()) << op.status();
+    operations.push_back(*std::move(op));
+  }
+  for (const Operation& operation : operations) {
+    WorkItem item;
+    item.operation = &operation;
+    absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(&item, 1));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    // One product (and its split-K reduction), whatever the slice count.
+    ASSERT_LE(plan->dispatches.size(), 2u);
+    EXPECT_EQ(plan->dispatches[0].constants[kQmmConstChannels], 1u);
+  }
+  RunAndCheck(operations);
+}
+
 TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   std::mt19937_64 rng(8);
   Tensor b = RandomBytes(DataType::kInt8, {1, 1, 45, 19}, rng);

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -224,41 +225,60 @@ std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
   return Buffer::Adopt(std::move(out));
 }
 
-Spec GemmSpec(const QuantizedMatMulOperation& op, QmmAccumulate accumulate) {
+// One product's shape and types: a job's own (N = op.n), or an outer
+// product's (N = its B channels x op.n, see IsOuterProduct).
+struct Product {
+  uint32_t k = 0, n = 0;
+  DataType a_type = DataType::kInt8, b_type = DataType::kInt8, output_type = DataType::kInt8;
+};
+
+Product ProductOf(const QuantizedMatMulOperation& op, uint32_t n) {
+  return {op.k, n, op.a.data_type, op.b.data_type, op.output_data_type};
+}
+Product ProductOf(const QuantizedMatMulOperation& op) { return ProductOf(op, op.n); }
+
+Spec GemmSpec(const Product& p, QmmAccumulate accumulate) {
   Spec spec;
-  spec.a_signed = IsSigned(op.a.data_type);
-  spec.b_signed = IsSigned(op.b.data_type);
-  spec.output = IsSigned(op.output_data_type) ? QmmOutput::kInt8 : QmmOutput::kUint8;
+  spec.a_signed = IsSigned(p.a_type);
+  spec.b_signed = IsSigned(p.b_type);
+  spec.output = IsSigned(p.output_type) ? QmmOutput::kInt8 : QmmOutput::kUint8;
   spec.accumulate = accumulate;
-  spec.masked = op.k % 8 != 0;
+  spec.masked = p.k % 8 != 0;
   return spec;
 }
 
-Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_t slices,
-                      QmmAccumulate accumulate) {
-  const Spec spec = GemmSpec(op, accumulate);
+// A one-slice qmm.gemm dispatch of `rows` x p.n x p.k.
+Dispatch GemmDispatch(const Product& p, uint64_t rows, QmmAccumulate accumulate) {
+  const Spec spec = GemmSpec(p, accumulate);
   Dispatch d;
   d.kernel = spec.Key();
   const uint64_t tiles_m = CeilDiv(rows, Spec::tile_m());
-  const uint64_t tiles_n = CeilDiv(op.n, Spec::tile_n());
+  const uint64_t tiles_n = CeilDiv(p.n, Spec::tile_n());
   d.constants[kQmmConstRows] = static_cast<uint32_t>(rows);
-  d.constants[kQmmConstColumns] = op.n;
-  d.constants[kQmmConstDepth] = op.k;
-  d.constants[kQmmConstDepthOcts] = DepthOcts(op.k);
+  d.constants[kQmmConstColumns] = p.n;
+  d.constants[kQmmConstDepth] = p.k;
+  d.constants[kQmmConstDepthOcts] = DepthOcts(p.k);
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles_m * tiles_n);
-  d.constants[kQmmConstOutputWords] = (op.n + 3) / 4;
+  d.constants[kQmmConstOutputWords] = (p.n + 3) / 4;
   d.constants[kQmmConstRowParamBytes] = 16;  // callers with a shared entry set 0
-  if (slices == 1) {
-    d.constants[kQmmConstChannels] = 1;
-  } else {
-    d.constants[kQmmConstChannels] = op.channel;
-    d.constants[kQmmConstABatchStride] = op.a_batch == 1 ? 0 : op.a_channel;
-    d.constants[kQmmConstAChannelStride] = op.a_channel == 1 ? 0 : 1;
-    d.constants[kQmmConstBBatchStride] = op.b_batch == 1 ? 0 : op.b_channel;
-    d.constants[kQmmConstBChannelStride] = op.b_channel == 1 ? 0 : 1;
-  }
-  SetGroupCount(d, uint64_t{slices} * tiles_m * tiles_n);
+  d.constants[kQmmConstChannels] = 1;
+  SetGroupCount(d, tiles_m * tiles_n);
+  return d;
+}
+
+// A qmm.gemm dispatch of every output slice of `op` (M rows each), mapping
+// slices to A and B slices by broadcast strides.
+Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint32_t slices,
+                      QmmAccumulate accumulate) {
+  Dispatch d = GemmDispatch(ProductOf(op), op.m, accumulate);
+  const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
+  d.constants[kQmmConstChannels] = op.channel;
+  d.constants[kQmmConstABatchStride] = op.a_batch == 1 ? 0 : op.a_channel;
+  d.constants[kQmmConstAChannelStride] = op.a_channel == 1 ? 0 : 1;
+  d.constants[kQmmConstBBatchStride] = op.b_batch == 1 ? 0 : op.b_channel;
+  d.constants[kQmmConstBChannelStride] = op.b_channel == 1 ? 0 : 1;
+  SetGroupCount(d, uint64_t{slices} * tiles);
   return d;
 }
 
@@ -266,24 +286,24 @@ Dispatch GemmDispatch(const QuantizedMatMulOperation& op, uint64_t rows, uint32_
 // job's tensor, dropping the padding of each row. When the job is the
 // output buffer's `sole_reader` and its rows have no padding (N a multiple
 // of 4), the read-back bytes become the tensor's as they are, uncopied.
-absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool sole_reader,
-                       ReadBackBuffers& outputs) {
+// `rows` x `n` is the product's view of the job's output (rows of the
+// stacked product, or an outer product's batches by channels x N).
+absl::Status FinishRows(WorkItem* item, BufferId output, uint64_t first_row, uint64_t rows,
+                        uint32_t n, bool sole_reader, ReadBackBuffers& outputs) {
   const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-  const uint64_t rows = uint64_t{op.batch} * op.channel * op.m;
-  const uint64_t row_bytes = uint64_t{(op.n + 3) / 4} * 4;
+  const uint64_t row_bytes = uint64_t{(n + 3) / 4} * 4;
   if (output >= outputs.size() || outputs[output] == nullptr ||
       outputs[output]->size() < (first_row + rows) * row_bytes) {
     return absl::InternalError("matmul output missing from the read-back buffers");
   }
   std::shared_ptr<Buffer> bytes;
-  if (sole_reader && first_row == 0 && row_bytes == op.n &&
-      outputs[output]->size() == rows * op.n) {
+  if (sole_reader && first_row == 0 && row_bytes == n && outputs[output]->size() == rows * n) {
     bytes = std::move(outputs[output]);
   } else {
-    bytes = Buffer::Uninitialized(rows * op.n);
+    bytes = Buffer::Uninitialized(rows * n);
     const char* src = outputs[output]->data() + first_row * row_bytes;
     for (uint64_t r = 0; r < rows; ++r) {
-      std::memcpy(bytes->data() + r * op.n, src + r * row_bytes, op.n);
+      std::memcpy(bytes->data() + r * n, src + r * row_bytes, n);
     }
   }
   item->output.data_type = op.output_data_type;
@@ -291,6 +311,13 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool
   item->output.bytes = std::move(bytes);
   item->output.registration.reset();
   return absl::OkStatus();
+}
+
+absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool sole_reader,
+                       ReadBackBuffers& outputs) {
+  const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+  return FinishRows(item, output, first_row, uint64_t{op.batch} * op.channel * op.m, op.n,
+                    sole_reader, outputs);
 }
 
 void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, BufferId out) {
@@ -315,9 +342,9 @@ constexpr uint64_t kRowsKernelMaxRows = 64;
 constexpr uint64_t kMinRowsSplitOcts = 8;
 
 // The K octs per split of a (rows x N x K) product: 0 when not split.
-uint32_t SplitOcts(uint64_t rows, const QuantizedMatMulOperation& op) {
-  const uint64_t tiles = CeilDiv(rows, Spec::tile_m()) * CeilDiv(op.n, Spec::tile_n());
-  const uint32_t ko = DepthOcts(op.k);
+uint32_t SplitOcts(uint64_t rows, const Product& p) {
+  const uint64_t tiles = CeilDiv(rows, Spec::tile_m()) * CeilDiv(p.n, Spec::tile_n());
+  const uint32_t ko = DepthOcts(p.k);
   if (tiles >= kSplitKTargetGroups || ko < 2 * kMinSplitOcts) return 0;
   const uint64_t splits =
       std::min<uint64_t>(CeilDiv(kSplitKTargetGroups, tiles), ko / kMinSplitOcts);
@@ -326,16 +353,16 @@ uint32_t SplitOcts(uint64_t rows, const QuantizedMatMulOperation& op) {
 }
 
 // The second pass of a split product: partials summed and requantized.
-void AddReduce(const QuantizedMatMulOperation& first, const Dispatch& product, uint32_t splits,
-               uint64_t total_rows, BufferId partials, BufferId rows, BufferId column_params,
-               BufferId out, PlanBuilder& builder) {
+void AddReduce(const Product& p, const Dispatch& product, uint32_t splits, uint64_t total_rows,
+               BufferId partials, BufferId rows, BufferId column_params, BufferId out,
+               PlanBuilder& builder) {
   QuantizedMatMulReduceSpec reduce_spec;
-  reduce_spec.output_signed = IsSigned(first.output_data_type);
+  reduce_spec.output_signed = IsSigned(p.output_type);
   Dispatch reduce;
   reduce.kernel = reduce_spec.Key();
   reduce.constants = product.constants;
   reduce.constants[kQmmConstSplits] = splits;
-  const uint64_t row_words = (first.n + 3) / 4;
+  const uint64_t row_words = (p.n + 3) / 4;
   SetGroupCount(reduce, CeilDiv(total_rows * row_words, QuantizedMatMulReduceSpec::kThreads));
   Bind(reduce, partials, BufferBinding::kUnbound, rows, column_params, out);
   builder.AddDispatch(1, std::move(reduce));
@@ -343,32 +370,31 @@ void AddReduce(const QuantizedMatMulOperation& first, const Dispatch& product, u
 
 // One product of `total_rows` rows on qmm.gemm, split along K when it has
 // too few tiles.
-void PlanGemmDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
-                        uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
-                        BufferId column_params, BufferId out, QmmAccumulate accumulate,
-                        PlanBuilder& builder) {
-  const uint64_t row_words = (first.n + 3) / 4;
-  Dispatch d = GemmDispatch(first, total_rows, 1, accumulate);
+void PlanGemmDispatches(const Product& p, uint64_t total_rows, uint32_t row_param_bytes, BufferId a,
+                        BufferId b, BufferId rows, BufferId column_params, BufferId out,
+                        QmmAccumulate accumulate, PlanBuilder& builder) {
+  const uint64_t row_words = (p.n + 3) / 4;
+  Dispatch d = GemmDispatch(p, total_rows, accumulate);
   d.constants[kQmmConstRowParamBytes] = row_param_bytes;
-  const uint32_t split_octs = SplitOcts(total_rows, first);
+  const uint32_t split_octs = SplitOcts(total_rows, p);
   if (split_octs == 0) {
     Bind(d, a, b, rows, column_params, out);
     builder.AddDispatch(0, std::move(d));
   } else {
     // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
     // requantized into `out`.
-    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthOcts(first.k), split_octs));
+    const uint32_t splits = static_cast<uint32_t>(CeilDiv(DepthOcts(p.k), split_octs));
     const BufferId partials = builder.AddDeviceBuffer(
         BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
     const uint64_t tiles = d.constants[kQmmConstTilesPerSlice];
-    Spec spec = GemmSpec(first, accumulate);
+    Spec spec = GemmSpec(p, accumulate);
     spec.output = QmmOutput::kInt32Partial;
     d.kernel = spec.Key();
     d.constants[kQmmConstSplitOcts] = split_octs;
     SetGroupCount(d, tiles * splits);
     Bind(d, a, b, rows, column_params, partials);
     builder.AddDispatch(0, d);
-    AddReduce(first, d, splits, total_rows, partials, rows, column_params, out, builder);
+    AddReduce(p, d, splits, total_rows, partials, rows, column_params, out, builder);
   }
 }
 
@@ -376,31 +402,31 @@ void PlanGemmDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
 // group (the fewest that hold them, up to 16), split along K into enough
 // groups for the device (each split's A staged whole: at most 512 / R
 // octs), then qmm.reduce.
-void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_rows,
-                        uint32_t row_param_bytes, BufferId a, BufferId b, BufferId rows,
-                        BufferId column_params, BufferId out, PlanBuilder& builder) {
+void PlanRowsDispatches(const Product& p, uint64_t total_rows, uint32_t row_param_bytes, BufferId a,
+                        BufferId b, BufferId rows, BufferId column_params, BufferId out,
+                        PlanBuilder& builder) {
   QuantizedMatMulRowsSpec spec;
-  spec.a_signed = IsSigned(first.a.data_type);
-  spec.b_signed = IsSigned(first.b.data_type);
+  spec.a_signed = IsSigned(p.a_type);
+  spec.b_signed = IsSigned(p.b_type);
   spec.rows = 1;
   while (spec.rows < total_rows && spec.rows < 16) spec.rows *= 2;
   const uint64_t tiles_m = CeilDiv(total_rows, spec.rows);
-  const uint64_t tiles_n = CeilDiv(first.n, QuantizedMatMulRowsSpec::tile_n());
+  const uint64_t tiles_n = CeilDiv(p.n, QuantizedMatMulRowsSpec::tile_n());
   const uint64_t tiles = tiles_m * tiles_n;
-  const uint32_t ko = DepthOcts(first.k);
+  const uint32_t ko = DepthOcts(p.k);
   const uint64_t wanted_splits = CeilDiv(kSplitKTargetGroups, tiles);
   // Rounded down, so that the splits make at least the groups wanted.
   uint64_t split_octs = std::max<uint64_t>(ko / wanted_splits, kMinRowsSplitOcts);
   split_octs = std::min<uint64_t>({split_octs, spec.max_split_octs(), ko});
   const uint32_t splits = static_cast<uint32_t>(CeilDiv(ko, split_octs));
-  const uint64_t row_words = (first.n + 3) / 4;
+  const uint64_t row_words = (p.n + 3) / 4;
   const BufferId partials =
       builder.AddDeviceBuffer(BufferKind::kScratch, uint64_t{splits} * total_rows * row_words * 16);
   Dispatch d;
   d.kernel = spec.Key();
   d.constants[kQmmConstRows] = static_cast<uint32_t>(total_rows);
-  d.constants[kQmmConstColumns] = first.n;
-  d.constants[kQmmConstDepth] = first.k;
+  d.constants[kQmmConstColumns] = p.n;
+  d.constants[kQmmConstDepth] = p.k;
   d.constants[kQmmConstDepthOcts] = ko;
   d.constants[kQmmConstTilesN] = static_cast<uint32_t>(tiles_n);
   d.constants[kQmmConstTilesPerSlice] = static_cast<uint32_t>(tiles);
@@ -411,7 +437,7 @@ void PlanRowsDispatches(const QuantizedMatMulOperation& first, uint64_t total_ro
   SetGroupCount(d, tiles * splits);
   Bind(d, a, b, rows, column_params, partials);
   builder.AddDispatch(0, d);
-  AddReduce(first, d, splits, total_rows, partials, rows, column_params, out, builder);
+  AddReduce(p, d, splits, total_rows, partials, rows, column_params, out, builder);
 }
 
 // Jobs whose B is one matrix, as one product of their stacked A rows.
@@ -437,10 +463,11 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   const uint64_t row_words = (first.n + 3) / 4;
   const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput, total_rows * row_words * 4);
   if (total_rows <= kRowsKernelMaxRows) {
-    PlanRowsDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out, builder);
+    PlanRowsDispatches(ProductOf(first), total_rows, row_param_bytes, a, b, rows, column_params,
+                       out, builder);
   } else {
-    PlanGemmDispatches(first, total_rows, row_param_bytes, a, b, rows, column_params, out,
-                       accumulate, builder);
+    PlanGemmDispatches(ProductOf(first), total_rows, row_param_bytes, a, b, rows, column_params,
+                       out, accumulate, builder);
   }
   uint64_t first_row = 0;
   for (WorkItem* item : items) {
@@ -453,28 +480,111 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
   }
 }
 
+// A packed form of op's B (`form` names it: "qmm-b-packed", "qmm-b-outer"),
+// resident when B is registered (and the host repack cached).
+BufferId AddPackedB(const QuantizedMatMulOperation& op, const std::string& form,
+                    std::shared_ptr<const Buffer> (*pack)(const QuantizedMatMulOperation&),
+                    const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
+  std::shared_ptr<const Buffer> packed;
+  const std::string& id = op.b.registered_id();
+  const std::string cache_id = id + "/" + form;
+  if (!id.empty()) packed = PackedWeightCache::Get().Find(cache_id, op.b.bytes);
+  if (packed == nullptr) {
+    packed = pack(op);
+    if (!id.empty()) {
+      PackedWeightCache::Get().Put(cache_id, op.b.bytes, packed, options.packed_weight_cache_bytes);
+    }
+  }
+  return id.empty() ? builder.AddUpload(packed, 0, packed->size())
+                    : builder.AddResident(packed, cache_id);
+}
+
+BufferId UploadARows(const QuantizedMatMulOperation& op, PlanBuilder& builder) {
+  if (op.k % 4 == 0) return builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
+  std::string rows_bytes;
+  AppendARows(op, rows_bytes);
+  const uint64_t size = rows_bytes.size();
+  return builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
+}
+
+// A product whose output slices pair every batch of A with every channel of
+// B, one row by N each: A {a_batch, 1, 1, K} (a_channel == 1, M == 1), B
+// {1, b_channel, K, N}. Output (batch, channel, 0, n) is row `batch`, column
+// channel * N + n of ONE product of a_batch x (b_channel * N) x K, whose
+// output rows are already the tensor's layout. Planned slice by slice, such
+// a product (4096 x 4096 slices of 1 x 1 x 1 in a hostile test) would be 16M
+// groups of one multiply-add each.
+bool IsOuterProduct(const QuantizedMatMulOperation& op) {
+  return op.m == 1 && op.a_channel == 1 && op.b_batch == 1 && op.b_channel > 1 &&
+         uint64_t{op.b_channel} * op.n <= UINT32_MAX / 8;
+}
+
+// B {1, C, K, N} -> KO blocks of C * N columns' octs, column c * N + n
+// holding B[c][:, n]; k past K holds the column's zero point.
+std::shared_ptr<const Buffer> PackOuterB(const QuantizedMatMulOperation& op) {
+  const uint64_t columns = uint64_t{op.b_channel} * op.n;
+  const uint32_t ko = DepthOcts(op.k);
+  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(ko * columns * 8);
+  uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
+  for (uint32_t c = 0; c < op.b_channel; ++c) {
+    const uint8_t* slice = op.b.data() + uint64_t{c} * op.k * op.n;
+    for (uint32_t k = 0; k < ko * 8; ++k) {
+      uint8_t* oct = out + (uint64_t{k / 8} * columns + uint64_t{c} * op.n) * 8 + k % 8;
+      for (uint32_t n = 0; n < op.n; ++n) {
+        oct[uint64_t{n} * 8] = k < op.k ? slice[uint64_t{k} * op.n + n]
+                                        : static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
+      }
+    }
+  }
+  return packed;
+}
+
+void PlanOuterProduct(WorkItem* item, const QuantizedMatMulPlannerOptions& options,
+                      PlanBuilder& builder) {
+  const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
+  const uint32_t columns = op.b_channel * op.n;
+  const uint64_t rows = op.a_batch;
+  const BufferId b = AddPackedB(op, "qmm-b-outer", PackOuterB, options, builder);
+  std::string column_bytes(uint64_t{columns} * 8, '\0');
+  for (uint32_t c = 0; c < columns; ++c) {
+    StoreWord(column_bytes, 2 * c, ScaleBitsAt(op.b_scale, c % op.n));
+    StoreWord(column_bytes, 2 * c + 1,
+              static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, c % op.n)));
+  }
+  const uint64_t column_size = column_bytes.size();
+  const BufferId column_params =
+      builder.AddUpload(Buffer::Adopt(std::move(column_bytes)), 0, column_size);
+  const BufferId a = UploadARows(op, builder);
+  // M == 1: every output row has row 0's parameters, one shared entry.
+  std::string row_params;
+  AppendRowParams(op, 1, row_params);
+  const uint64_t row_params_size = row_params.size();
+  const BufferId row_params_id =
+      builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
+  const BufferId out =
+      builder.AddDeviceBuffer(BufferKind::kOutput, rows * ((uint64_t{columns} + 3) / 4) * 4);
+  const Product p = ProductOf(op, columns);
+  if (rows <= kRowsKernelMaxRows) {
+    PlanRowsDispatches(p, rows, 0, a, b, row_params_id, column_params, out, builder);
+  } else {
+    PlanGemmDispatches(p, rows, 0, a, b, row_params_id, column_params, out, options.gemm_accumulate,
+                       builder);
+  }
+  builder.AddFinisher([item, out, rows, columns](ReadBackBuffers& outputs) {
+    return FinishRows(item, out, 0, rows, columns, /*sole_reader=*/true, outputs);
+  });
+}
+
 void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
                PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*group.items[0]->operation);
   const uint64_t row_bytes_in = ARowBytes(first.k);
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
-  // Packed B: resident when registered (and the host repack cached).
-  std::shared_ptr<const Buffer> packed;
-  const std::string& id = first.b.registered_id();
-  if (!id.empty()) packed = PackedWeightCache::Get().Find(id, first.b.bytes);
-  if (packed == nullptr) {
-    packed = PackB(first);
-    if (!id.empty()) {
-      PackedWeightCache::Get().Put(id, first.b.bytes, packed, options.packed_weight_cache_bytes);
-    }
-  }
-  const BufferId b = id.empty() ? builder.AddUpload(packed, 0, packed->size())
-                                : builder.AddResident(packed, id + "/qmm-b-packed");
-  std::shared_ptr<const Buffer> columns = ColumnParams(first);
-  const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
-
   if (b_slices == 1) {
+    const BufferId b = AddPackedB(first, "qmm-b-packed", PackB, options, builder);
+    std::shared_ptr<const Buffer> columns = ColumnParams(first);
+    const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
     // One product: the jobs' A rows stacked, one output row per A row. Jobs
     // are split over several products only where the stacked buffers would
     // pass 32-bit addressing.
@@ -499,18 +609,22 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     return;
   }
 
-  // B has slices: one dispatch per job, slices mapped by broadcast strides.
+  // B has slices: one dispatch per job, slices mapped by broadcast strides
+  // (or one product, for an outer product of slices). B is packed slice by
+  // slice once, for the jobs that need it.
+  std::optional<BufferId> b, column_params;
   for (WorkItem* item : group.items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-    BufferId a;
-    if (op.k % 4 == 0) {
-      a = builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
-    } else {
-      std::string rows_bytes;
-      AppendARows(op, rows_bytes);
-      const uint64_t size = rows_bytes.size();
-      a = builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
+    if (IsOuterProduct(op)) {
+      PlanOuterProduct(item, options, builder);
+      continue;
     }
+    if (!b.has_value()) {
+      b = AddPackedB(first, "qmm-b-packed", PackB, options, builder);
+      std::shared_ptr<const Buffer> columns = ColumnParams(first);
+      column_params = builder.AddUpload(columns, 0, columns->size());
+    }
+    const BufferId a = UploadARows(op, builder);
     const uint32_t slices = op.batch * op.channel;
     std::string row_params;
     const bool uniform = UniformRowParams(op);
@@ -520,9 +634,9 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
         builder.AddUpload(Buffer::Adopt(std::move(row_params)), 0, row_params_size);
     const BufferId out = builder.AddDeviceBuffer(BufferKind::kOutput,
                                                  uint64_t{slices} * op.m * ((op.n + 3) / 4) * 4);
-    Dispatch d = GemmDispatch(op, op.m, slices, options.gemm_accumulate);
+    Dispatch d = GemmDispatch(op, slices, options.gemm_accumulate);
     if (uniform) d.constants[kQmmConstRowParamBytes] = 0;
-    Bind(d, a, b, rows, column_params, out);
+    Bind(d, a, *b, rows, *column_params, out);
     builder.AddDispatch(0, std::move(d));
     builder.AddFinisher([item, out](ReadBackBuffers& outputs) {
       return FinishJob(item, out, 0, /*sole_reader=*/true, outputs);
