@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/d3d12/adapter_enumeration.h"
+#include "tests/d3d12/runtime_test_util.h"
 #include "kernels/d3d12/device_runtime.h"
 #include "kernels/d3d12/kernel_library.h"
 #include "kernels/d3d12/shaders/kernel_abi.h"
@@ -26,20 +27,10 @@ absl::StatusOr<KernelTestRuntime*> KernelTestRuntime::Get() {
   std::lock_guard<std::mutex> lock(mutex);
   if (instance != nullptr) return instance;
   if (!failure.ok()) return failure;
-  absl::StatusOr<std::vector<AdapterInfo>> adapters = EnumerateAdapters();
-  if (!adapters.ok()) return failure = adapters.status();
-  int index = -1;
-  for (const AdapterInfo& adapter : *adapters) {
-    if (adapter.software) {
-      index = adapter.index;
-      break;
-    }
-  }
-  if (index < 0) {
-    return failure = absl::NotFoundError(
-               "no software D3D12 adapter (lavapipe): install mesa-vulkan-drivers");
-  }
-  absl::StatusOr<ComPtr<ID3D12Device>> device = CreateAdapterDevice(index);
+  // lavapipe, or the adapter DMLSERVE_TEST_D3D12_ADAPTER names (a real GPU).
+  absl::StatusOr<AdapterInfo> adapter = TestAdapter();
+  if (!adapter.ok()) return failure = adapter.status();
+  absl::StatusOr<ComPtr<ID3D12Device>> device = CreateAdapterDevice(adapter->index);
   if (!device.ok()) return failure = device.status();
   auto library =
       std::make_shared<KernelLibrary>([](const KernelKey& key) { return BuildKernel(key); });
