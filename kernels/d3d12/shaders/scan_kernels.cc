@@ -208,7 +208,13 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   a.dcl_input(A::vThreadIDInGroupFlattened());
   ScanCodegen c(a, spec.op, spec.format);
   const uint32_t bytes = c.value_bytes();
-  a.dcl_tgsm_raw(0, spec.threads * bytes);
+  // g0: the thread totals, then the tile's elements (staged so that global
+  // loads and stores are coalesced: lane t touches element j * threads + t),
+  // with one padding slot every 32 so that a thread's consecutive elements
+  // (stride per_thread) spread over the banks.
+  const uint32_t stage_base = spec.threads * bytes;
+  const uint32_t stage_slots = spec.tile() + spec.tile() / 32;
+  a.dcl_tgsm_raw(0, stage_base + stage_slots * bytes);
   a.dcl_thread_group(spec.threads, 1, 1);
   const Operand tid = A::vThreadIDInGroupFlattened().x();
 
@@ -237,28 +243,58 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
     a.LoopWhileUnsignedLess(tile, A::Constant(kScanConstTiles));
   }
 
-  // This thread's elements: scan positions start .. start + per_thread - 1.
-  const Operand start = a.Scalar();
-  a.imul(start, tile, A::l(spec.tile()));
-  a.imad(start, tid, A::l(spec.per_thread), start);
+  // The tile's first scan position; this thread's elements in scan order
+  // are tile positions tid * per_thread .. + per_thread - 1.
+  const Operand tile_start = a.Scalar();
+  a.imul(tile_start, tile, A::l(spec.tile()));
 
-  // Phase 1: the thread's total.
   const uint32_t v = c.NewValue(), x = c.NewValue();
-  c.Identity(v);
-  const Operand j = a.Scalar(), pos = a.Scalar(), e = a.Scalar();
-  auto for_each_element = [&](auto&& body) {
+  const Operand j = a.Scalar(), local = a.Scalar(), pos = a.Scalar(), e = a.Scalar();
+  const Operand stage = a.Scalar();
+  // stage = byte offset in g0 of tile position `local`.
+  auto stage_address = [&] {
+    a.ushr(stage, local, A::l(5));
+    a.iadd(stage, stage, local);
+    a.imad(stage, stage, A::l(bytes), A::l(stage_base));
+  };
+  // Tile positions j * threads + tid, j = 0 .. per_thread - 1, that lie on
+  // the line: coalesced global access.
+  auto for_each_strided = [&](auto&& body) {
     a.mov(j, A::l(0));
     a.LoopWhileUnsignedLess(j, A::l(spec.per_thread));
-    a.iadd(pos, start, j);
+    a.imad(local, j, A::l(spec.threads), tid);
+    a.iadd(pos, tile_start, local);
     a.IfUnsignedLess(pos, A::Constant(kScanConstAxis));
     a.imad(e, pos, geo.step, geo.origin);
-    c.Load(x, e, A::t(0), spec.format);
+    stage_address();
     body();
     a.endif();
     a.iadd(j, j, A::l(1));
     a.endloop();
   };
-  for_each_element([&] { c.Combine(v, v, x); });
+  // This thread's consecutive positions, read from (and written to) g0.
+  auto for_each_own = [&](auto&& body) {
+    a.mov(j, A::l(0));
+    a.LoopWhileUnsignedLess(j, A::l(spec.per_thread));
+    a.imad(local, tid, A::l(spec.per_thread), j);
+    a.iadd(pos, tile_start, local);
+    a.IfUnsignedLess(pos, A::Constant(kScanConstAxis));
+    stage_address();
+    c.LoadShared(x, stage);
+    body();
+    a.endif();
+    a.iadd(j, j, A::l(1));
+    a.endloop();
+  };
+
+  // Stage the tile, then phase 1: the thread's total.
+  for_each_strided([&] {
+    c.Load(x, e, A::t(0), spec.format);
+    c.StoreShared(stage, x);
+  });
+  a.sync_g_t();
+  c.Identity(v);
+  for_each_own([&] { c.Combine(v, v, x); });
 
   // Phase 2: inclusive Hillis-Steele scan of the thread totals in g0.
   c.StoreShared(slot, v);
@@ -295,20 +331,27 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
     c.Store(A::u(0), group, total);
     a.endif();
   } else {
-    // Phase 3: rescan the elements from the thread's carry-in.
+    // Phase 3: rescan the elements from the thread's carry-in, results back
+    // into g0, then store them coalesced.
     const uint32_t running = c.NewValue();
     c.Combine(running, carry, prefix);
-    for_each_element([&] {
+    for_each_own([&] {
       if (spec.exclusive) {
-        c.Store(A::u(0), e, running);
+        c.StoreShared(stage, running);
         c.Combine(running, running, x);
       } else {
         c.Combine(running, running, x);
-        c.Store(A::u(0), e, running);
+        c.StoreShared(stage, running);
       }
+    });
+    a.sync_g_t();
+    for_each_strided([&] {
+      c.LoadShared(x, stage);
+      c.Store(A::u(0), e, x);
     });
   }
   if (spec.pass == ScanPass::kLine) {
+    a.sync_g_t();  // the next tile restages g0
     c.Combine(carry, carry, total);
     a.iadd(tile, tile, A::l(1));
     a.endloop();
