@@ -90,7 +90,8 @@ TEST(ReportProxiesTest, SimulatedAddressesFollowTheConstants) {
 
 // The real scan passes: the serial pass gives consecutive threads
 // consecutive lines (for a strided axis, neighbouring elements), the line
-// pass gives each thread 16 consecutive elements of one line.
+// pass stages its tile so that consecutive threads load consecutive
+// elements of one line.
 TEST(ReportProxiesTest, ScanPassesAsTheyAddressToday) {
   d3d12::ScanKernelSpec spec;
   spec.pass = d3d12::ScanPass::kSerial;
@@ -118,8 +119,11 @@ TEST(ReportProxiesTest, ScanPassesAsTheyAddressToday) {
   constants[d3d12::kScanConstTiles] = 4;
   loads = SimulateFirstLoads(*line, constants, 32, "t0");
   ASSERT_TRUE(loads.ok()) << loads.status();
-  EXPECT_EQ((*loads)[3].address, 3u * 16 * 4);
-  EXPECT_EQ(DistinctSectors(*loads, 32), 32);
+  // The tile is staged through groupshared memory: lane t loads tile
+  // position t (it used to load its own 16 consecutive elements, 64 bytes
+  // apart: 32 sectors).
+  EXPECT_EQ((*loads)[3].address, 3u * 4);
+  EXPECT_EQ(DistinctSectors(*loads, 32), 4);
 }
 
 }  // namespace

@@ -66,7 +66,9 @@ TEST(KernelKeyTest, TileKernelUsesGroupsharedScanAndBarriers) {
   ASSERT_TRUE(blob.ok());
   absl::StatusOr<std::string> text = dxbc::DisassembleContainer(*blob);
   ASSERT_TRUE(text.ok());
-  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 512"));  // 64 threads x 8 bytes
+  // 64 thread totals and the staged tile of 256 elements plus 8 padding
+  // slots, 8 bytes each.
+  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 2624"));
   EXPECT_THAT(*text, ::testing::HasSubstr("sync_g_t"));
   EXPECT_THAT(*text, ::testing::HasSubstr("ld_raw r"));
   EXPECT_THAT(*text, ::testing::Not(::testing::HasSubstr("uaddc")));  // vkd3d 1.2 lacks it
