@@ -12,8 +12,8 @@
 #include "absl/strings/strip.h"
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/overloaded.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/core/parallel_for.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "kernels/cpu/scan_kernels.h"
 

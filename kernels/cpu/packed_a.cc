@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/core/parallel_for.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 namespace dmlserve {
 

@@ -12,8 +12,8 @@
 #endif
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/core/parallel_for.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 namespace dmlserve {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
-#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/requantize.h"
 

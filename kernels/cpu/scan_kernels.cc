@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_portability.h"
-#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/scan_simd.h"
 
 #if DMLSERVE_X86

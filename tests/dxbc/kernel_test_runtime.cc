@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "kernels/d3d12/adapter_enumeration.h"
-#include "tests/d3d12/runtime_test_util.h"
 #include "kernels/d3d12/device_runtime.h"
 #include "kernels/d3d12/kernel_library.h"
 #include "kernels/d3d12/shaders/kernel_abi.h"
+#include "tests/d3d12/runtime_test_util.h"
 
 namespace dmlserve::d3d12::testing {
 

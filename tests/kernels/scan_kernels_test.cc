@@ -7,9 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/float16.h"
-#include "kernels/core/parallel_for.h"
 #include "tests/reference/random_operations.h"
 #include "tests/reference/reference.h"
 
