@@ -36,7 +36,7 @@ Opcode OpOf(const DisassembledInstruction& instruction) {
 bool IsMemoryAccess(Opcode op) {
   return op == Opcode::kLdRaw || op == Opcode::kStoreRaw || op == Opcode::kLdStructured ||
          op == Opcode::kStoreStructured || op == Opcode::kAtomicIadd ||
-         op == Opcode::kImmAtomicIadd;
+         op == Opcode::kImmAtomicIadd || op == Opcode::kImmAtomicExch;
 }
 
 // "t0.xxxx" -> "t0".

@@ -227,6 +227,10 @@ class Assembler {
                        const Operand& value) {
     Op(Opcode::kImmAtomicIadd, {original, d}, {byte_offset, value});
   }
+  void imm_atomic_exch(const Operand& original, const Operand& d, const Operand& byte_offset,
+                       const Operand& value) {
+    Op(Opcode::kImmAtomicExch, {original, d}, {byte_offset, value});
+  }
 
   // ---- Control flow (structured; checked for balance).
   void if_nz(const Operand& c) { Flow(Opcode::kIf, kTestNonZeroBit, c); }

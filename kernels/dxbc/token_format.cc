@@ -88,6 +88,7 @@ constexpr OpcodeInfo kOpcodes[] = {
     {Opcode::kStoreStructured, "store_structured", 1, 3},
     {Opcode::kAtomicIadd, "atomic_iadd", 1, 2},
     {Opcode::kImmAtomicIadd, "imm_atomic_iadd", 2, 2},
+    {Opcode::kImmAtomicExch, "imm_atomic_exch", 2, 2},
     {Opcode::kSync, "sync", 0, 0},
 };
 

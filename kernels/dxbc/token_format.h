@@ -95,6 +95,7 @@ enum class Opcode : uint32_t {
   kStoreStructured = 0xa8,
   kAtomicIadd = 0xad,
   kImmAtomicIadd = 0xb4,
+  kImmAtomicExch = 0xb8,
   kSync = 0xbe,
 };
 

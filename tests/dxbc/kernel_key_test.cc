@@ -39,14 +39,15 @@ TEST(KernelKeyTest, ScanKeysRoundTrip) {
     EXPECT_EQ(parsed->Key(), spec.Key());
   }
   ScanKernelSpec spec;
-  spec.pass = ScanPass::kTile;
+  spec.pass = ScanPass::kLookback;
   spec.op = ScanOp::kProduct;
   spec.format = ScanFormat::kU16;
   spec.reverse = true;
   spec.exclusive = true;
   spec.threads = 256;
   spec.per_thread = 4;
-  EXPECT_EQ(spec.Key(), "scan.tile/prod/u16/dec/excl/t256p4");
+  spec.polls = 0;
+  EXPECT_EQ(spec.Key(), "scan.lookback/prod/u16/dec/excl/t256p4/w0");
 }
 
 TEST(KernelKeyTest, RejectsMalformedAndUnsupportedKeys) {
@@ -55,21 +56,31 @@ TEST(KernelKeyTest, RejectsMalformedAndUnsupportedKeys) {
         "scan.line/sum/u16/inc/incl/t64p4",    // UINT16 is product-only
         "scan.line/prod/i64/inc/incl/t64p4",   // 64-bit is sum-only
         "scan.line/sum/f32/inc/incl/t63p4",    // threads not a power of 2
-        "scan.reduce/sum/f32/inc/incl/t64p4",  // reduce takes no incl/excl
+        "scan.lookback/sum/f32/inc/incl/t64p4",       // lookback names its polls
+        "scan.line/sum/f32/inc/incl/t64p4/w128",      // only lookback polls
+        "scan.lookback/sum/i64/inc/incl/t64p64/w128",  // tile past 32 KiB groupshared
         "scan.pack16/f32", "nosuch.kernel"}) {
     EXPECT_FALSE(BuildKernel(key).ok()) << key;
   }
 }
 
-TEST(KernelKeyTest, TileKernelUsesGroupsharedScanAndBarriers) {
-  absl::StatusOr<std::vector<uint8_t>> blob = BuildKernel("scan.tile/sum/i64/dec/excl/t64p4");
-  ASSERT_TRUE(blob.ok());
+TEST(KernelKeyTest, LookbackKernelUsesGroupsharedScanAndCoherentState) {
+  absl::StatusOr<std::vector<uint8_t>> blob =
+      BuildKernel("scan.lookback/sum/i64/dec/excl/t64p4/w128");
+  ASSERT_TRUE(blob.ok()) << blob.status();
   absl::StatusOr<std::string> text = dxbc::DisassembleContainer(*blob);
   ASSERT_TRUE(text.ok());
   // 64 thread totals and the staged tile of 256 elements plus 8 padding
-  // slots, 8 bytes each.
-  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 2624"));
+  // slots, 8 bytes each, then the mailbox (decision word and a value).
+  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 2636"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_uav_raw_glc u1"));
   EXPECT_THAT(*text, ::testing::HasSubstr("sync_g_t"));
+  // Device-wide fences only where the whole group arrives (vkd3d 1.2 makes
+  // every device-wide fence a group control barrier).
+  EXPECT_THAT(*text, ::testing::HasSubstr("sync_uglobal_g_t"));
+  EXPECT_THAT(*text, ::testing::Not(::testing::HasSubstr("sync_uglobal\n")));
+  EXPECT_THAT(*text, ::testing::HasSubstr("imm_atomic_iadd"));
+  EXPECT_THAT(*text, ::testing::HasSubstr("imm_atomic_exch"));
   EXPECT_THAT(*text, ::testing::HasSubstr("ld_raw r"));
   EXPECT_THAT(*text, ::testing::Not(::testing::HasSubstr("uaddc")));  // vkd3d 1.2 lacks it
 }

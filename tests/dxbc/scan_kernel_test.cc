@@ -1,7 +1,8 @@
 // The scan kernels, run for real (D3D12 runtime on vkd3d + lavapipe) and
 // compared with the reference under the spec's rules, for every data type,
-// every strategy of the planner (serial, one group per line, reduce-then-scan)
-// and batches of several jobs.
+// every strategy of the planner (serial, one group per line, single-pass
+// look-back, and look-back forced to reduce every predecessor itself) and
+// batches of several jobs.
 
 #include <cstdint>
 #include <cstring>
@@ -31,7 +32,7 @@ struct Strategy {
 // Options that force each strategy whatever the axis length; the tile shape
 // is the small one so that short test axes span many tiles.
 std::vector<Strategy> Strategies() {
-  std::vector<Strategy> s(4);
+  std::vector<Strategy> s(5);
   s[0].name = "default";
   s[1].name = "serial";
   s[1].options.scan.serial_max_axis = std::numeric_limits<uint32_t>::max();
@@ -40,11 +41,18 @@ std::vector<Strategy> Strategies() {
   s[2].options.scan.line_max_tiles = std::numeric_limits<uint32_t>::max();
   s[2].options.scan.tile_shape = 0;
   s[2].options.scan.strided_min_inner = std::numeric_limits<uint32_t>::max();
-  s[3].name = "reduce-then-scan";
+  s[3].name = "lookback";
   s[3].options.scan.serial_max_axis = 0;
   s[3].options.scan.line_max_tiles = 0;
   s[3].options.scan.line_min_lines = std::numeric_limits<uint64_t>::max();
   s[3].options.scan.tile_shape = 0;
+  s[3].options.scan.strided_min_inner = std::numeric_limits<uint32_t>::max();
+  // No polls: every group reduces its predecessors' tiles itself until it
+  // reaches the line's first tile's inclusive prefix or the first tile
+  // (the path that guarantees progress, whatever the group order).
+  s[4] = s[3];
+  s[4].name = "lookback-without-polls";
+  s[4].options.scan.lookback_polls = 0;
   return s;
 }
 
@@ -116,8 +124,9 @@ TEST(ScanKernelTest, RandomScansOfEveryTypeAndStrategy) {
 }
 
 // Lines long enough for many tiles of the production tile shape, in both
-// directions, inclusive and exclusive: the default plan is reduce-then-scan.
-TEST(ScanKernelTest, LongLinesUseReduceThenScan) {
+// directions, inclusive and exclusive: the default plan is the single-pass
+// look-back.
+TEST(ScanKernelTest, LongLinesUseLookBack) {
   reference::RandomOperationGenerator generator(7);
   std::vector<Operation> operations;
   const Shape shapes[] = {{3, 20011}, {70001}, {2, 9000, 2}};
@@ -134,7 +143,34 @@ TEST(ScanKernelTest, LongLinesUseReduceThenScan) {
       }
     }
   }
+  std::vector<WorkItem> items(1);
+  items[0].operation = &operations[0];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->dispatches.empty());
+  EXPECT_TRUE(absl::StartsWith(plan->dispatches[0].kernel, "scan.lookback/"))
+      << plan->dispatches[0].kernel;
+  EXPECT_EQ(plan->dispatches[0].nonce_constant, kScanConstNonce);
   RunAndCheck(operations, Strategies()[0]);
+}
+
+// The same scan run many times in a row on reused scratch buffers: flags
+// left by earlier runs carry older nonces and never pass for this run's.
+TEST(ScanKernelTest, LookBackIgnoresFlagsOfEarlierRuns) {
+  reference::RandomOperationGenerator generator(8);
+  std::vector<Operation> operations;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<ScanOperation> op = MakeScanOperation(
+        OperatorKind::kCumulativeSummation,
+        generator.RandomTensor(OperatorKind::kCumulativeSummation, DataType::kInt32, {40000}), 0,
+        AxisDirection::kIncreasing, false);
+    ASSERT_TRUE(op.ok());
+    operations.push_back(*std::move(op));
+  }
+  for (int run = 0; run < 6; ++run) {
+    RunAndCheck({operations[run % 2]}, Strategies()[0]);
+    RunAndCheck({operations[run % 2]}, Strategies()[3]);
+  }
 }
 
 // 64-bit sums whose low words carry on (almost) every addition.
@@ -230,15 +266,11 @@ TEST(ScanPlannerTest, OneStagePerPassAndBarriersBetweenStages) {
   items[1].operation = &operations[1];
   absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items), Strategies()[3].options);
   ASSERT_TRUE(plan.ok());
-  // reduce, scan of partials, tile, pack16: four stages of two jobs.
-  ASSERT_EQ(plan->dispatches.size(), 8u);
-  for (size_t i = 0; i < 8; ++i) {
-    EXPECT_EQ(plan->dispatches[i].barrier_after, i % 2 == 1 && i != 7) << i;
-  }
-  EXPECT_EQ(plan->dispatches[0].kernel, "scan.reduce/sum/f16/inc/t64p4");
-  EXPECT_EQ(plan->dispatches[2].kernel, "scan.line/sum/f32/inc/excl/t64p4");
-  EXPECT_EQ(plan->dispatches[4].kernel, "scan.tile/sum/f16/inc/incl/t64p4");
-  EXPECT_EQ(plan->dispatches[6].kernel, "scan.pack16/f16");
+  // lookback, pack16: two stages of two jobs.
+  ASSERT_EQ(plan->dispatches.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(plan->dispatches[i].barrier_after, i == 1) << i;
+  EXPECT_EQ(plan->dispatches[0].kernel, "scan.lookback/sum/f16/inc/incl/t64p4/w128");
+  EXPECT_EQ(plan->dispatches[2].kernel, "scan.pack16/f16");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace {
 
 using dxbc::Operand;
 
-constexpr const char* kPassNames[] = {"serial", "line", "reduce", "tile", "pack16"};
+constexpr const char* kPassNames[] = {"serial", "line", "lookback", "pack16"};
 constexpr const char* kOpNames[] = {"sum", "prod"};
 constexpr const char* kFormatNames[] = {"f32", "f16", "i32", "u16", "i64"};
 
@@ -199,11 +199,13 @@ void BuildSerial(KernelAssembler& a, const ScanKernelSpec& spec) {
   a.ret();
 }
 
-// line / reduce / tile: see the header.
+// line / lookback: see the header.
 void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   using A = KernelAssembler;
-  const bool carry_in = spec.pass == ScanPass::kTile;
-  a.DeclareBindings(/*srvs=*/carry_in ? 2 : 1, /*uavs=*/1);
+  const bool lookback = spec.pass == ScanPass::kLookback;
+  // u1 (look-back state) is globally coherent: no group reads it through a
+  // cache another group's writes bypass.
+  a.DeclareBindings(/*srvs=*/1, /*uavs=*/lookback ? 2 : 1, /*coherent_uavs=*/lookback ? 0b10 : 0);
   a.dcl_input(A::vThreadGroupID().xy());
   a.dcl_input(A::vThreadIDInGroupFlattened());
   ScanCodegen c(a, spec.op, spec.format);
@@ -211,10 +213,13 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   // g0: the thread totals, then the tile's elements (staged so that global
   // loads and stores are coalesced: lane t touches element j * threads + t),
   // with one padding slot every 32 so that a thread's consecutive elements
-  // (stride per_thread) spread over the banks.
+  // (stride per_thread) spread over the banks; lookback adds a mailbox
+  // (decision word, value) through which thread 0 tells the group what it
+  // found.
   const uint32_t stage_base = spec.threads * bytes;
   const uint32_t stage_slots = spec.tile() + spec.tile() / 32;
-  a.dcl_tgsm_raw(0, stage_base + stage_slots * bytes);
+  const uint32_t mailbox = stage_base + stage_slots * bytes;
+  a.dcl_tgsm_raw(0, mailbox + (lookback ? 4 + bytes : 0));
   a.dcl_thread_group(spec.threads, 1, 1);
   const Operand tid = A::vThreadIDInGroupFlattened().x();
 
@@ -224,11 +229,11 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
 
   Operand line = group;
   const Operand tile = a.Scalar();
-  if (spec.pass == ScanPass::kLine) {
-    a.mov(tile, A::l(0));
-  } else {
+  if (lookback) {
     line = a.Scalar();
     a.udiv(line, tile, group, A::Constant(kScanConstTiles));
+  } else {
+    a.mov(tile, A::l(0));
   }
   const LineGeometry geo = EmitLineGeometry(a, line, spec.reverse);
   const Operand slot = a.Scalar(), previous_slot = a.Scalar();
@@ -236,9 +241,7 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   a.iadd(previous_slot, slot, A::l(-static_cast<int32_t>(bytes)));
 
   const uint32_t carry = c.NewValue();
-  if (spec.pass == ScanPass::kTile) {
-    c.Load(carry, group, A::t(1), WideFormat(spec.format));
-  } else if (spec.pass == ScanPass::kLine) {
+  if (!lookback) {
     c.Identity(carry);
     a.LoopWhileUnsignedLess(tile, A::Constant(kScanConstTiles));
   }
@@ -322,35 +325,154 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   a.IfUnsignedGreaterEqual(tid, A::l(1));
   c.LoadShared(prefix, previous_slot);
   a.endif();
-  if (spec.pass == ScanPass::kLine) a.sync_g_t();  // g0 is rewritten by the next tile
+  // The totals' slots are free again (the next tile restages g0; look-back
+  // reduces a predecessor through them).
+  a.sync_g_t();
 
-  if (spec.pass == ScanPass::kReduce) {
-    const Operand first = a.Scalar();
-    a.ieq(first, tid, A::l(0));
-    a.if_nz(first);
-    c.Store(A::u(0), group, total);
-    a.endif();
-  } else {
-    // Phase 3: rescan the elements from the thread's carry-in, results back
-    // into g0, then store them coalesced.
-    const uint32_t running = c.NewValue();
-    c.Combine(running, carry, prefix);
-    for_each_own([&] {
-      if (spec.exclusive) {
-        c.StoreShared(stage, running);
-        c.Combine(running, running, x);
-      } else {
-        c.Combine(running, running, x);
-        c.StoreShared(stage, running);
+  if (lookback) {
+    // ---- Decoupled look-back: the carry-in from the predecessors.
+    const uint32_t state_bytes = LookbackStateBytes(spec.format);
+    const Operand first_thread = a.Scalar(), first_tile = a.Scalar();
+    const Operand state = a.Scalar(), field = a.Scalar(), flag = a.Scalar();
+    const Operand nonce_flag = a.Scalar(), test = a.Scalar();
+    a.ieq(first_thread, tid, A::l(0));
+    a.ieq(first_tile, tile, A::l(0));
+    a.imul(state, group, A::l(state_bytes));
+    a.ishl(nonce_flag, A::Constant(kScanConstNonce), A::l(2));
+    // Writes go through atomics too (performed where every group's
+    // atomics meet), and the fences sit where the whole group arrives:
+    // vkd3d 1.2 turns a device-wide fence into a group control barrier,
+    // which must not be reached by thread 0 alone.
+    auto atomic_store = [&](const Operand& address, uint32_t value) {
+      a.imm_atomic_exch(test, A::u(1).x(), address, A::r(value).x());
+      if (bytes == 8) {
+        a.iadd(field, address, A::l(4));
+        a.imm_atomic_exch(test, A::u(1).x(), field, A::r(value).y());
       }
-    });
+    };
+    // Publishes `value` in field `kind` (1 aggregate, 2 inclusive) of this
+    // tile's slot: the field, a device-wide fence, then the flag.
+    auto publish = [&](uint32_t value, const Operand& kind) {
+      a.if_nz(first_thread);
+      a.imad(field, kind, A::l(bytes), state);
+      atomic_store(field, value);
+      a.endif();
+      a.sync_uglobal_g_t();
+      a.if_nz(first_thread);
+      a.or_(flag, nonce_flag, kind);
+      a.imm_atomic_exch(test, A::u(1).x(), state, flag);
+      a.endif();
+    };
+    // The tile's total at once, so that successors need not wait for this
+    // group's own look-back: as its inclusive prefix if it is the line's
+    // first tile, else as its aggregate.
+    const Operand kind = a.Scalar();
+    a.movc(kind, first_tile, A::l(2), A::l(1));
+    publish(total, kind);
+
+    c.Identity(carry);
+    a.if_z(first_tile);
+    const Operand look = a.Scalar(), look_state = a.Scalar(), decision = a.Scalar();
+    const Operand polls = a.Scalar();
+    const uint32_t found = c.NewValue();
+    a.iadd(look, tile, A::l(-1));
+    a.imad(look_state, group, A::l(state_bytes), A::l(-static_cast<int32_t>(state_bytes)));
+    a.loop();
+    // Thread 0 polls the predecessor's flag; decision = 0 (nothing
+    // published), 1 (aggregate) or 2 (inclusive prefix).
+    a.if_nz(first_thread);
+    a.mov(decision, A::l(0));
+    a.mov(polls, A::l(0));
+    a.LoopWhileUnsignedLess(polls, A::l(spec.polls));
+    a.imm_atomic_iadd(flag, A::u(1).x(), look_state, A::l(0));  // an atomic read
+    a.ushr(test, flag, A::l(2));
+    a.ieq(test, test, A::Constant(kScanConstNonce));
+    a.and_(decision, flag, A::l(3));
+    a.movc(decision, test, decision, A::l(0));
+    a.breakc_nz(decision);
+    a.iadd(polls, polls, A::l(1));
+    a.endloop();
+    a.store_raw(A::g(0).x(), A::l(mailbox), decision);
+    a.endif();
+    a.sync_uglobal_g_t();  // the field was written before its flag
+    a.ld_raw(decision, A::l(mailbox), A::g(0));
+    a.if_nz(decision);
+    a.if_nz(first_thread);
+    a.imad(field, decision, A::l(bytes), look_state);
+    a.imm_atomic_iadd(A::r(found).x(), A::u(1).x(), field, A::l(0));
+    if (bytes == 8) {
+      a.iadd(field, field, A::l(4));
+      a.imm_atomic_iadd(A::r(found).y(), A::u(1).x(), field, A::l(0));
+    }
+    c.StoreShared(A::l(mailbox + 4), found);
+    a.endif();
     a.sync_g_t();
-    for_each_strided([&] {
-      c.LoadShared(x, stage);
-      c.Store(A::u(0), e, x);
-    });
+    c.LoadShared(found, A::l(mailbox + 4));
+    a.endif();
+    a.if_z(decision);
+    {
+      // Nothing published: reduce the predecessor's tile from the input (a
+      // full tile: only a line's last tile is partial). Element order does
+      // not matter to sums and products.
+      const Operand look_start = a.Scalar();
+      a.imul(look_start, look, A::l(spec.tile()));
+      c.Identity(found);
+      a.mov(j, A::l(0));
+      a.LoopWhileUnsignedLess(j, A::l(spec.per_thread));
+      a.imad(local, j, A::l(spec.threads), tid);
+      a.iadd(pos, look_start, local);
+      a.imad(e, pos, geo.step, geo.origin);
+      c.Load(x, e, A::t(0), spec.format);
+      c.Combine(found, found, x);
+      a.iadd(j, j, A::l(1));
+      a.endloop();
+      c.StoreShared(slot, found);
+      a.sync_g_t();
+      for (uint32_t half = spec.threads / 2; half >= 1; half /= 2) {
+        a.IfUnsignedLess(tid, A::l(half));
+        a.iadd(other, slot, A::l(half * bytes));
+        c.LoadShared(u, other);
+        c.Combine(found, found, u);
+        c.StoreShared(slot, found);
+        a.endif();
+        a.sync_g_t();
+      }
+      c.LoadShared(found, A::l(0));
+    }
+    a.endif();
+    c.Combine(carry, found, carry);  // `found` covers earlier elements
+    a.ieq(test, decision, A::l(2));
+    a.breakc_nz(test);
+    a.breakc_z(look);  // the line's first tile, reduced above
+    a.iadd(look, look, A::l(-1));
+    a.iadd(look_state, look_state, A::l(-static_cast<int32_t>(state_bytes)));
+    a.sync_g_t();  // the mailbox and the slots are rewritten next round
+    a.endloop();
+    const uint32_t inclusive = c.NewValue();
+    c.Combine(inclusive, carry, total);
+    publish(inclusive, A::l(2));
+    a.endif();  // not the first tile
   }
-  if (spec.pass == ScanPass::kLine) {
+
+  // Phase 3: rescan the elements from the thread's carry-in, results back
+  // into g0, then store them coalesced.
+  const uint32_t running = c.NewValue();
+  c.Combine(running, carry, prefix);
+  for_each_own([&] {
+    if (spec.exclusive) {
+      c.StoreShared(stage, running);
+      c.Combine(running, running, x);
+    } else {
+      c.Combine(running, running, x);
+      c.StoreShared(stage, running);
+    }
+  });
+  a.sync_g_t();
+  for_each_strided([&] {
+    c.LoadShared(x, stage);
+    c.Store(A::u(0), e, x);
+  });
+  if (!lookback) {
     a.sync_g_t();  // the next tile restages g0
     c.Combine(carry, carry, total);
     a.iadd(tile, tile, A::l(1));
@@ -412,6 +534,15 @@ absl::Status Validate(const ScanKernelSpec& spec) {
       spec.per_thread > 64) {
     return absl::InvalidArgumentError("bad scan tile shape");
   }
+  // Groupshared: totals, the staged tile with its padding, the mailbox.
+  const uint64_t value_bytes = WideFormat(spec.format) == ScanFormat::kI64 ? 8 : 4;
+  const uint64_t tile = uint64_t{spec.threads} * spec.per_thread;
+  if ((spec.threads + tile + tile / 32) * value_bytes + 4 + value_bytes > 32768) {
+    return absl::InvalidArgumentError("scan tile needs more than 32 KiB of groupshared memory");
+  }
+  if (spec.pass != ScanPass::kLookback && spec.polls != ScanKernelSpec::kDefaultLookbackPolls) {
+    return absl::InvalidArgumentError("only lookback polls");
+  }
   return absl::OkStatus();
 }
 
@@ -446,12 +577,13 @@ std::string ScanKernelSpec::Key() const {
   std::string key =
       absl::StrCat("scan.", kPassNames[static_cast<int>(pass)], "/", kOpNames[static_cast<int>(op)],
                    "/", format_name, "/", reverse ? "dec" : "inc");
-  if (pass != ScanPass::kReduce) absl::StrAppend(&key, exclusive ? "/excl" : "/incl");
+  absl::StrAppend(&key, exclusive ? "/excl" : "/incl");
   if (pass == ScanPass::kSerial) {
     absl::StrAppend(&key, "/g", threads);
   } else {
     absl::StrAppend(&key, "/t", threads, "p", per_thread);
   }
+  if (pass == ScanPass::kLookback) absl::StrAppend(&key, "/w", polls);
   return key;
 }
 
@@ -467,18 +599,20 @@ absl::StatusOr<ScanKernelSpec> ScanKernelSpec::Parse(absl::string_view key) {
     if (parts.size() != 2 || !ParseName(parts[1], kFormatNames, &spec.format)) return bad;
     spec.threads = kPackThreads;
   } else {
-    const size_t expected = spec.pass == ScanPass::kReduce ? 5 : 6;
-    if (parts.size() != expected || !ParseName(parts[1], kOpNames, &spec.op) ||
+    const bool lookback = spec.pass == ScanPass::kLookback;
+    if (parts.size() != (lookback ? 7u : 6u) || !ParseName(parts[1], kOpNames, &spec.op) ||
         !ParseName(parts[2], kFormatNames, &spec.format)) {
       return bad;
     }
     if (parts[3] != "inc" && parts[3] != "dec") return bad;
     spec.reverse = parts[3] == "dec";
-    if (spec.pass != ScanPass::kReduce) {
-      if (parts[4] != "incl" && parts[4] != "excl") return bad;
-      spec.exclusive = parts[4] == "excl";
+    if (parts[4] != "incl" && parts[4] != "excl") return bad;
+    spec.exclusive = parts[4] == "excl";
+    if (lookback) {
+      absl::string_view polls = parts[6];
+      if (!absl::ConsumePrefix(&polls, "w") || !absl::SimpleAtoi(polls, &spec.polls)) return bad;
     }
-    absl::string_view shape = parts.back();
+    absl::string_view shape = parts[5];
     if (spec.pass == ScanPass::kSerial) {
       if (!absl::ConsumePrefix(&shape, "g") || !absl::SimpleAtoi(shape, &spec.threads)) return bad;
     } else {
@@ -513,13 +647,24 @@ absl::StatusOr<std::vector<uint8_t>> BuildScanKernel(const ScanKernelSpec& spec)
   return FinishKernel(a, spec.Key());
 }
 
+uint32_t LookbackStateBytes(ScanFormat format) {
+  return 4 * (WideFormat(format) == ScanFormat::kI64 ? 8 : 4);
+}
+
 // 64 threads, each scanning 4 (short axes: few idle threads) or 16 elements
 // serially: on lavapipe the group barriers of the Hillis-Steele step cost far
 // more than the serial part (16 per thread ran 2-3x faster than 4 on 4M
-// elements), and 64 threads keep it to 6 steps.
+// elements), and 64 threads keep it to 6 steps. Look-back tiles are larger
+// (64 per thread, 4096 elements: 16 bytes of state per 4096 elements, and a
+// quarter of the look-back steps); 64-bit values take 16 per thread so that
+// the staged tile fits 32 KiB of groupshared memory.
 const std::vector<ScanTileShape>& ScanTileShapes() {
-  static const std::vector<ScanTileShape> shapes = {{64, 4}, {64, 16}};
+  static const std::vector<ScanTileShape> shapes = {{64, 4}, {64, 16}, {64, 64}};
   return shapes;
+}
+
+size_t LookbackTileShape(ScanFormat format) {
+  return WideFormat(format) == ScanFormat::kI64 ? 1 : 2;
 }
 
 std::vector<ScanKernelSpec> AllScanKernelSpecs() {
@@ -533,6 +678,7 @@ std::vector<ScanKernelSpec> AllScanKernelSpecs() {
       {ScanOp::kProduct, ScanFormat::kF32}, {ScanOp::kProduct, ScanFormat::kF16},
       {ScanOp::kProduct, ScanFormat::kI32}, {ScanOp::kProduct, ScanFormat::kU16},
   };
+  const std::vector<ScanTileShape>& shapes = ScanTileShapes();
   std::vector<ScanKernelSpec> specs;
   for (const OpFormat& kind : kinds) {
     for (bool reverse : {false, true}) {
@@ -546,27 +692,16 @@ std::vector<ScanKernelSpec> AllScanKernelSpecs() {
         s.threads = kSerialThreads;
         s.per_thread = 1;
         specs.push_back(s);
-        for (const ScanTileShape& shape : ScanTileShapes()) {
-          s.threads = shape.threads;
-          s.per_thread = shape.per_thread;
-          for (ScanPass pass : {ScanPass::kLine, ScanPass::kTile}) {
-            s.pass = pass;
-            specs.push_back(s);
-          }
-          if (!exclusive) {
-            s.pass = ScanPass::kReduce;
-            specs.push_back(s);
-            // Pass 2 scans the partials: forward, exclusive, wide format.
-            ScanKernelSpec partials = s;
-            partials.pass = ScanPass::kLine;
-            partials.format = WideFormat(kind.format);
-            partials.reverse = false;
-            partials.exclusive = true;
-            bool seen = false;
-            for (const ScanKernelSpec& existing : specs) seen |= existing == partials;
-            if (!seen) specs.push_back(partials);
-          }
+        s.pass = ScanPass::kLine;
+        for (size_t shape : {kLineShortTileShape, kLineLongTileShape}) {
+          s.threads = shapes[shape].threads;
+          s.per_thread = shapes[shape].per_thread;
+          specs.push_back(s);
         }
+        s.pass = ScanPass::kLookback;
+        s.threads = shapes[LookbackTileShape(kind.format)].threads;
+        s.per_thread = shapes[LookbackTileShape(kind.format)].per_thread;
+        specs.push_back(s);
       }
     }
   }
@@ -577,14 +712,7 @@ std::vector<ScanKernelSpec> AllScanKernelSpecs() {
     s.threads = kPackThreads;
     specs.push_back(s);
   }
-  // The reduce key ignores `exclusive`; drop duplicates by key.
-  std::vector<ScanKernelSpec> unique;
-  for (const ScanKernelSpec& s : specs) {
-    bool seen = false;
-    for (const ScanKernelSpec& u : unique) seen |= u == s;
-    if (!seen) unique.push_back(s);
-  }
-  return unique;
+  return specs;
 }
 
 }  // namespace dmlserve::d3d12

@@ -8,20 +8,35 @@
 // `axis` elements with stride `inner`: element i of line L = (o, n) is at
 // (o * axis + i) * inner + n. Passes:
 //   serial  one thread per line, sequential (short axes)
-//   line    one group per line: tiles of threads*per_thread elements, each a
-//           per-thread serial scan plus a groupshared Hillis-Steele scan of
-//           the thread totals, the carry passed from tile to tile
-//   reduce  one group per (line, tile): the tile's total -> partials
-//   tile    one group per (line, tile): as `line` for one tile, with the
-//           carry-in read from t1 (the exclusive scan of the partials)
-//   pack16  32-bit scratch -> 16-bit output, one thread per output dword
-// Long lines run reduce -> line (exclusive, over the partials) -> tile.
+//   line      one group per line: tiles of threads*per_thread elements, each
+//             a per-thread serial scan plus a groupshared Hillis-Steele scan
+//             of the thread totals, the carry passed from tile to tile
+//   lookback  one group per (line, tile), single pass (decoupled look-back):
+//             each group publishes its tile's total in a state buffer (u1),
+//             finds its carry-in from its predecessors' published totals or
+//             inclusive prefixes, publishes its own inclusive prefix and
+//             scans its tile. Each element is read once and written once.
+//   pack16    32-bit scratch -> 16-bit output, one thread per output dword
+//
+// Look-back state (u1, globally coherent), one slot of 4 values per tile:
+// [flag, aggregate, inclusive, unused], each the width of a compute value
+// (4 or 8 bytes). flag = nonce << 2 | 1 (aggregate written) or | 2
+// (inclusive written); the field is stored, then a device-wide memory fence,
+// then the flag, and readers read flag, fence, field with atomics (never a
+// stale cached line). The nonce (root constant kScanConstNonce, written by
+// the runtime at each recording: Dispatch::nonce_constant) makes any flag
+// left in a reused scratch buffer stale, so the buffer needs no clearing.
+// A group that polls its predecessor `polls` times without seeing a flag
+// reduces that tile from the input itself and goes on looking back: the
+// kernel makes progress whatever order the device runs groups in (no
+// group ever waits for one that may not have started).
 //
 // 16-bit types are scanned into a 32-bit-per-element scratch buffer (FLOAT16
 // accumulates in float32, UINT16 products in uint32) and packed by pack16, so
 // no two threads ever write halves of one dword. 64-bit integers are (lo, hi)
 // dword pairs added with an explicit carry (vkd3d 1.2 lacks uaddc).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,7 +46,7 @@
 
 namespace dmlserve::d3d12 {
 
-enum class ScanPass : uint8_t { kSerial, kLine, kReduce, kTile, kPack16 };
+enum class ScanPass : uint8_t { kSerial, kLine, kLookback, kPack16 };
 enum class ScanOp : uint8_t { kSum, kProduct };
 // Element formats as stored. Signedness does not matter to wrapping sums and
 // products, so INT32/UINT32 share i32 and INT64/UINT64 share i64.
@@ -45,7 +60,8 @@ uint32_t FormatBytes(ScanFormat format);
 inline constexpr int kScanConstAxis = 0;   // elements per line
 inline constexpr int kScanConstInner = 1;  // stride between a line's elements
 inline constexpr int kScanConstLines = 2;  // outer * inner
-inline constexpr int kScanConstTiles = 3;  // tiles per line (reduce, tile)
+inline constexpr int kScanConstTiles = 3;  // tiles per line (lookback)
+inline constexpr int kScanConstNonce = 4;  // lookback: the recording's nonce
 inline constexpr int kPackConstCount = 0;  // pack16: elements
 
 struct ScanKernelSpec {
@@ -55,16 +71,24 @@ struct ScanKernelSpec {
   bool reverse = false;                  // AxisDirection::kDecreasing
   bool exclusive = false;
   uint32_t threads = 64;    // per group
-  uint32_t per_thread = 1;  // elements per thread per tile (line/reduce/tile)
+  uint32_t per_thread = 1;  // elements per thread per tile (line, lookback)
+  // lookback: polls of a predecessor's flag before reducing its tile itself
+  // (0: always reduce, which tests use to force that path).
+  uint32_t polls = kDefaultLookbackPolls;
+  static constexpr uint32_t kDefaultLookbackPolls = 128;
 
   uint32_t tile() const { return threads * per_thread; }
-  // "scan.line/sum/f16/dec/excl/t256p4" etc.; pack16: "scan.pack16/f16".
+  // "scan.line/sum/f16/dec/excl/t256p4" etc.; lookback adds the polls
+  // ("scan.lookback/sum/f32/inc/incl/t64p64/w128"); "scan.pack16/f16".
   std::string Key() const;
   static absl::StatusOr<ScanKernelSpec> Parse(absl::string_view key);
   bool operator==(const ScanKernelSpec& o) const { return Key() == o.Key(); }
 };
 
 absl::StatusOr<std::vector<uint8_t>> BuildScanKernel(const ScanKernelSpec& spec);
+
+// Bytes of look-back state per tile (see above).
+uint32_t LookbackStateBytes(ScanFormat format);
 
 // The tile shapes the planner chooses from.
 struct ScanTileShape {
@@ -74,6 +98,11 @@ struct ScanTileShape {
 inline constexpr uint32_t kSerialThreads = 64;
 inline constexpr uint32_t kPackThreads = 64;
 const std::vector<ScanTileShape>& ScanTileShapes();
+// Indices into ScanTileShapes(): the line pass takes the short shape for
+// lines of at most one short tile, else the long one; lookback its own.
+inline constexpr size_t kLineShortTileShape = 0;
+inline constexpr size_t kLineLongTileShape = 1;
+size_t LookbackTileShape(ScanFormat format);
 
 // Every variant the planner can produce.
 std::vector<ScanKernelSpec> AllScanKernelSpecs();

@@ -1,5 +1,6 @@
 #include "kernels/d3d12/shaders/scan_planner.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -100,59 +101,39 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     builder.AddDispatch(stage++, std::move(d));
   } else {
     const std::vector<ScanTileShape>& shapes = ScanTileShapes();
+    const ScanTileShape& short_shape = shapes[kLineShortTileShape];
     size_t shape_index =
-        options.tile_shape >= 0
-            ? static_cast<size_t>(options.tile_shape)
-            : (axis <= shapes[0].threads * shapes[0].per_thread ? 0 : shapes.size() - 1);
-    if (shape_index >= shapes.size()) shape_index = shapes.size() - 1;
+        axis <= short_shape.threads * short_shape.per_thread ? kLineShortTileShape
+                                                              : kLineLongTileShape;
+    uint64_t tiles = CeilDiv(axis, shapes[shape_index].threads * shapes[shape_index].per_thread);
+    spec.pass = ScanPass::kLine;
+    if (tiles > options.line_max_tiles && lines < options.line_min_lines) {
+      spec.pass = ScanPass::kLookback;
+      spec.polls = options.lookback_polls;
+      shape_index = LookbackTileShape(spec.format);
+    }
+    if (options.tile_shape >= 0) {
+      shape_index = std::min(static_cast<size_t>(options.tile_shape), shapes.size() - 1);
+    }
     spec.threads = shapes[shape_index].threads;
     spec.per_thread = shapes[shape_index].per_thread;
-    const uint64_t tiles = CeilDiv(axis, spec.tile());
-    if (tiles <= options.line_max_tiles || lines >= options.line_min_lines) {
-      spec.pass = ScanPass::kLine;
-      Dispatch d = ScanDispatch(spec, axis, inner, lines, static_cast<uint32_t>(tiles));
-      d.srvs[0].buffer = input;
-      d.uavs[0].buffer = result;
+    tiles = CeilDiv(axis, spec.tile());
+    Dispatch d = ScanDispatch(spec, axis, inner, lines, static_cast<uint32_t>(tiles));
+    d.srvs[0].buffer = input;
+    d.uavs[0].buffer = result;
+    if (spec.pass == ScanPass::kLine) {
       SetGroupCount(d, lines);
-      builder.AddDispatch(stage++, std::move(d));
     } else {
-      // Reduce-then-scan: tile totals, their exclusive scan, tiles with carry-in.
-      const uint64_t partial_count = uint64_t{lines} * tiles;
-      // At most one partial per element: within the limit checked above.
-      const uint64_t partial_bytes = partial_count * FormatBytes(wide);
-      const BufferId partials = builder.AddDeviceBuffer(BufferKind::kScratch, partial_bytes);
-      const BufferId carries = builder.AddDeviceBuffer(BufferKind::kScratch, partial_bytes);
-
-      ScanKernelSpec reduce = spec;
-      reduce.pass = ScanPass::kReduce;
-      reduce.exclusive = false;
-      Dispatch d1 = ScanDispatch(reduce, axis, inner, lines, static_cast<uint32_t>(tiles));
-      d1.srvs[0].buffer = input;
-      d1.uavs[0].buffer = partials;
-      SetGroupCount(d1, partial_count);
-      builder.AddDispatch(stage++, std::move(d1));
-
-      ScanKernelSpec scan_partials = spec;
-      scan_partials.pass = ScanPass::kLine;
-      scan_partials.format = wide;
-      scan_partials.reverse = false;  // partials are stored in scan order
-      scan_partials.exclusive = true;
-      Dispatch d2 = ScanDispatch(scan_partials, static_cast<uint32_t>(tiles), 1, lines,
-                                 static_cast<uint32_t>(CeilDiv(tiles, scan_partials.tile())));
-      d2.srvs[0].buffer = partials;
-      d2.uavs[0].buffer = carries;
-      SetGroupCount(d2, lines);
-      builder.AddDispatch(stage++, std::move(d2));
-
-      ScanKernelSpec tile = spec;
-      tile.pass = ScanPass::kTile;
-      Dispatch d3 = ScanDispatch(tile, axis, inner, lines, static_cast<uint32_t>(tiles));
-      d3.srvs[0].buffer = input;
-      d3.srvs[1].buffer = carries;
-      d3.uavs[0].buffer = result;
-      SetGroupCount(d3, partial_count);
-      builder.AddDispatch(stage++, std::move(d3));
+      // Single pass: one group per (line, tile), each with a slot of
+      // look-back state (a tile holds at least 256 elements: far within
+      // the 32-bit limit checked above).
+      const uint64_t groups = uint64_t{lines} * tiles;
+      d.uavs[1].buffer =
+          builder.AddDeviceBuffer(BufferKind::kScratch, groups * LookbackStateBytes(spec.format));
+      d.nonce_constant = kScanConstNonce;
+      SetGroupCount(d, groups);
     }
+    builder.AddDispatch(stage++, std::move(d));
   }
   if (packed) {
     ScanKernelSpec pack;

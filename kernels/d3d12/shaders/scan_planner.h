@@ -6,8 +6,8 @@
 //   axis <= serial_max_axis, or a strided     serial: one thread per line
 //     axis with many lines
 //   tiles <= line_max_tiles or many lines     line: one group per line
-//   otherwise                                 reduce -> line over the tile
-//                                             totals -> tile with carry-in
+//   otherwise                                 lookback: one group per tile,
+//                                             single pass
 // followed, for FLOAT16 and UINT16, by pack16 from the 32-bit scratch.
 
 #include <cstdint>
@@ -35,6 +35,9 @@ struct ScanPlannerOptions {
   uint32_t strided_min_inner = 32;
   // Tile shape override (index into ScanTileShapes()); -1 picks by axis.
   int tile_shape = -1;
+  // Look-back polls before a group reduces a predecessor's tile itself
+  // (ScanKernelSpec::polls; 0 forces that path in tests).
+  uint32_t lookback_polls = ScanKernelSpec::kDefaultLookbackPolls;
 };
 
 // The kernel format and operation for a validated scan.
