@@ -109,8 +109,9 @@ absl::StatusOr<QuantizedMatMulKernelShape> QuantizedMatMulShapeOf(absl::string_v
     if (!spec.ok()) return spec.status();
     shape.tile_m = spec->rows;
     shape.tile_n = QuantizedMatMulRowsSpec::tile_n();
-    shape.k_per_iteration = 8;
-    shape.thread_macs_per_iteration = spec->rows * QuantizedMatMulRowsSpec::kColumnsPerThread * 8;
+    shape.k_per_iteration = 8 * spec->octs_in_flight();
+    shape.thread_macs_per_iteration =
+        spec->rows * QuantizedMatMulRowsSpec::kColumnsPerThread * shape.k_per_iteration;
     shape.split_k_partials = true;
     return shape;
   }

@@ -110,7 +110,13 @@ struct QuantizedMatMulKernelSpec {
 // its 2 columns' 8-byte octs of B (consecutive threads, consecutive 16
 // bytes), extracts and centres those 16 values once, and multiply-adds them
 // with every row's 8 values, read as 2 broadcast 16-byte groupshared loads.
-// Per oct a thread does 16 * R MACs for about 32 + 18 * R ALU ops.
+// Per oct a thread does 16 * R MACs for about 32 + 18 * R ALU ops. B is
+// streamed once, so what bounds a GEMV is the bytes in flight: each
+// iteration of the K loop first loads octs_in_flight() octs of both columns
+// (8 for R = 1: 16 independent 8-byte loads a thread), then uses them; a
+// remainder loop takes the split's last octs one at a time. R x octs stays
+// at most 8 (16 for R = 16), so the unrolled loop stays small (lavapipe's
+// compiler time grows with it) while taller tiles hide latency with MACs.
 struct QuantizedMatMulRowsSpec {
   bool a_signed = true;
   bool b_signed = true;
@@ -121,6 +127,7 @@ struct QuantizedMatMulRowsSpec {
   static constexpr uint32_t tile_n() { return kThreads * kColumnsPerThread; }
   // K octs one split may hold (A staged whole).
   uint32_t max_split_octs() const { return kSharedBytes / (rows * 32); }
+  uint32_t octs_in_flight() const { return rows >= 8 ? 1 : 8 / rows; }
   std::string Key() const;  // "qmm.rows/s8/u8/r16"
   static absl::StatusOr<QuantizedMatMulRowsSpec> Parse(absl::string_view key);
 };

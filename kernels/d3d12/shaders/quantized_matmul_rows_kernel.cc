@@ -1,3 +1,4 @@
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -148,46 +149,72 @@ class RowsBuilder {
       acc_.push_back(A::r(a_.NewTemp()));
       a_.mov(acc_.back(), A::l(0, 0, 0, 0));
     }
-    Operand b_words[Spec::kColumnsPerThread], b_values[Spec::kColumnsPerThread][2];
-    for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
-      b_words[c] = A::r(a_.NewTemp());
-      for (Operand& v : b_values[c]) v = A::r(a_.NewTemp());
+    // B is streamed once (each byte feeds R rows at most): what bounds a
+    // GEMV is how many bytes each thread has in flight. The K loop loads
+    // octs_in_flight() octs of both columns before it uses any, then a
+    // remainder loop takes one oct at a time.
+    const uint32_t in_flight = spec_.octs_in_flight();
+    std::vector<std::array<Operand, Spec::kColumnsPerThread>> b_words(in_flight);
+    for (auto& octs : b_words) {
+      for (Operand& w : octs) w = A::r(a_.NewTemp());
+    }
+    Operand b_values[Spec::kColumnsPerThread][2];
+    for (auto& column : b_values) {
+      for (Operand& v : column) v = A::r(a_.NewTemp());
     }
     Operand a_values[2];
     for (Operand& v : a_values) v = A::r(a_.NewTemp());
-    const Operand oct = a_.Scalar(), a_read = a_.Scalar();
+    const Operand oct = a_.Scalar(), a_read = a_.Scalar(), next = a_.Scalar();
     a_.mov(oct, A::l(0));
     a_.mov(a_read, A::l(0));
-    a_.LoopWhileUnsignedLess(oct, octs_);
-    for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
-      a_.ld_raw(b_words[c].xy(), b_address[c], A::t(1));
-      a_.iadd(b_address[c], b_address[c], b_step);
-      for (uint32_t j = 0; j < 2; ++j) {
-        const Operand word = b_words[c].sel(std::string(4, "xyzw"[j]));
-        if (spec_.b_signed) {
-          a_.ibfe(b_values[c][j], A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
-        } else {
-          a_.ubfe(b_values[c][j], A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+    auto block = [&](uint32_t octs_in_block) {
+      for (uint32_t q = 0; q < octs_in_block; ++q) {
+        for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
+          a_.ld_raw(b_words[q][c].xy(), b_address[c], A::t(1));
+          a_.iadd(b_address[c], b_address[c], b_step);
         }
-        a_.iadd(b_values[c][j], b_values[c][j], -b_zp[c].sel("xxxx"));
       }
-    }
-    for (uint32_t r = 0; r < spec_.rows; ++r) {
-      for (uint32_t j = 0; j < 2; ++j) {
-        a_.iadd(address, a_read, A::l(r * row_stride_bytes_ + j * 16));
-        a_.ld_raw(a_values[j], address, A::g(0));
-      }
-      for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
-        const Operand sum = acc_[r].sel(Component(c));
-        for (uint32_t j = 0; j < 2; ++j) {
-          for (uint32_t v = 0; v < 4; ++v) {
-            a_.imad(sum, a_values[j].sel(Component(v)), b_values[c][j].sel(Component(v)), sum);
+      for (uint32_t q = 0; q < octs_in_block; ++q) {
+        for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
+          for (uint32_t j = 0; j < 2; ++j) {
+            const Operand word = b_words[q][c].sel(std::string(4, "xyzw"[j]));
+            if (spec_.b_signed) {
+              a_.ibfe(b_values[c][j], A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+            } else {
+              a_.ubfe(b_values[c][j], A::l(8, 8, 8, 8), A::l(0, 8, 16, 24), word);
+            }
+            a_.iadd(b_values[c][j], b_values[c][j], -b_zp[c].sel("xxxx"));
+          }
+        }
+        for (uint32_t r = 0; r < spec_.rows; ++r) {
+          for (uint32_t j = 0; j < 2; ++j) {
+            a_.iadd(address, a_read, A::l(r * row_stride_bytes_ + q * 32 + j * 16));
+            a_.ld_raw(a_values[j], address, A::g(0));
+          }
+          for (uint32_t c = 0; c < Spec::kColumnsPerThread; ++c) {
+            const Operand sum = acc_[r].sel(Component(c));
+            for (uint32_t j = 0; j < 2; ++j) {
+              for (uint32_t v = 0; v < 4; ++v) {
+                a_.imad(sum, a_values[j].sel(Component(v)), b_values[c][j].sel(Component(v)),
+                        sum);
+              }
+            }
           }
         }
       }
+      a_.iadd(a_read, a_read, A::l(32 * octs_in_block));
+      a_.iadd(oct, oct, A::l(octs_in_block));
+    };
+    if (in_flight > 1) {
+      a_.loop();
+      a_.iadd(next, oct, A::l(in_flight));
+      a_.ult(next, octs_, next);
+      a_.breakc_nz(next);
+      block(in_flight);
+      a_.endloop();
     }
-    a_.iadd(a_read, a_read, A::l(32));
-    a_.iadd(oct, oct, A::l(1));
+    a_.LoopWhileUnsignedLess(oct, octs_);
+    block(1);
     a_.endloop();
   }
 
