@@ -71,8 +71,9 @@ TEST(KernelKeyTest, LookbackKernelUsesGroupsharedScanAndCoherentState) {
   absl::StatusOr<std::string> text = dxbc::DisassembleContainer(*blob);
   ASSERT_TRUE(text.ok());
   // 64 thread totals and the staged tile of 256 elements plus 8 padding
-  // slots, 8 bytes each, then the mailbox (decision word and a value).
-  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 2636"));
+  // slots, 8 bytes each, then the mailbox (decision and count words, a
+  // value) and the look-back window (64 flags).
+  EXPECT_THAT(*text, ::testing::HasSubstr("dcl_tgsm_raw g0, 2896"));
   EXPECT_THAT(*text, ::testing::HasSubstr("dcl_uav_raw_glc u1"));
   EXPECT_THAT(*text, ::testing::HasSubstr("sync_g_t"));
   // Device-wide fences only where the whole group arrives (vkd3d 1.2 makes

@@ -214,12 +214,13 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   // loads and stores are coalesced: lane t touches element j * threads + t),
   // with one padding slot every 32 so that a thread's consecutive elements
   // (stride per_thread) spread over the banks; lookback adds a mailbox
-  // (decision word, value) through which thread 0 tells the group what it
-  // found.
+  // (decision word, count word, value) through which thread 0 tells the
+  // group what it found, and the look-back window's flags.
   const uint32_t stage_base = spec.threads * bytes;
   const uint32_t stage_slots = spec.tile() + spec.tile() / 32;
   const uint32_t mailbox = stage_base + stage_slots * bytes;
-  a.dcl_tgsm_raw(0, mailbox + (lookback ? 4 + bytes : 0));
+  const uint32_t window = mailbox + 8 + bytes;
+  a.dcl_tgsm_raw(0, lookback ? window + spec.threads * 4 : mailbox);
   a.dcl_thread_group(spec.threads, 1, 1);
   const Operand tid = A::vThreadIDInGroupFlattened().x();
 
@@ -372,48 +373,121 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
 
     c.Identity(carry);
     a.if_z(first_tile);
+    // Uniform state of the walk back: `look` is the nearest predecessor
+    // not yet folded into `carry`, `look_state` its slot.
     const Operand look = a.Scalar(), look_state = a.Scalar(), decision = a.Scalar();
-    const Operand polls = a.Scalar();
+    const Operand polls = a.Scalar(), count = a.Scalar(), own = a.Scalar();
     const uint32_t found = c.NewValue();
     a.iadd(look, tile, A::l(-1));
     a.imad(look_state, group, A::l(state_bytes), A::l(-static_cast<int32_t>(state_bytes)));
     a.loop();
-    // Thread 0 polls the predecessor's flag; decision = 0 (nothing
-    // published), 1 (aggregate) or 2 (inclusive prefix).
-    a.if_nz(first_thread);
+    // 1. A window of `threads` predecessors at once: thread t reads the
+    //    flag, then the published field, of predecessor look - t into
+    //    window slot t (flags at `window`, values in the totals' slots).
+    //    (polls = 0, for tests: no flag is read, every predecessor is
+    //    reduced from the input.)
     a.mov(decision, A::l(0));
-    a.mov(polls, A::l(0));
-    a.LoopWhileUnsignedLess(polls, A::l(spec.polls));
-    a.imm_atomic_iadd(flag, A::u(1).x(), look_state, A::l(0));  // an atomic read
-    a.ushr(test, flag, A::l(2));
-    a.ieq(test, test, A::Constant(kScanConstNonce));
-    a.and_(decision, flag, A::l(3));
-    a.movc(decision, test, decision, A::l(0));
-    a.breakc_nz(decision);
-    a.iadd(polls, polls, A::l(1));
-    a.endloop();
-    a.store_raw(A::g(0).x(), A::l(mailbox), decision);
-    a.endif();
-    a.sync_uglobal_g_t();  // the field was written before its flag
-    a.ld_raw(decision, A::l(mailbox), A::g(0));
+    a.imad(own, tid, A::l(-static_cast<int32_t>(state_bytes)), look_state);
+    if (spec.polls > 0) {
+      a.IfUnsignedGreaterEqual(look, tid);
+      a.imm_atomic_iadd(flag, A::u(1).x(), own, A::l(0));  // an atomic read
+      a.ushr(test, flag, A::l(2));
+      a.ieq(test, test, A::Constant(kScanConstNonce));
+      a.and_(decision, flag, A::l(3));
+      a.movc(decision, test, decision, A::l(0));
+      a.endif();
+    }
+    a.sync_uglobal_g_t();  // each field was written before its flag
     a.if_nz(decision);
-    a.if_nz(first_thread);
-    a.imad(field, decision, A::l(bytes), look_state);
+    a.imad(field, decision, A::l(bytes), own);
     a.imm_atomic_iadd(A::r(found).x(), A::u(1).x(), field, A::l(0));
     if (bytes == 8) {
       a.iadd(field, field, A::l(4));
       a.imm_atomic_iadd(A::r(found).y(), A::u(1).x(), field, A::l(0));
     }
-    c.StoreShared(A::l(mailbox + 4), found);
+    c.StoreShared(slot, found);
+    a.endif();
+    a.imad(field, tid, A::l(4), A::l(window));
+    a.store_raw(A::g(0).x(), field, decision);
+    a.sync_g_t();
+    // 2. Thread 0 folds the window from the nearest predecessor back,
+    //    through aggregates, up to an inclusive prefix (decision 2), a
+    //    predecessor that published nothing (0), or the window's end (3);
+    //    count = the predecessors folded.
+    a.if_nz(first_thread);
+    c.Identity(found);
+    a.mov(count, A::l(0));
+    a.mov(decision, A::l(3));
+    a.loop();
+    a.uge(test, count, A::l(spec.threads));
+    a.breakc_nz(test);
+    a.ult(test, look, count);  // past the line's first tile: never reached
+    a.breakc_nz(test);
+    a.imad(field, count, A::l(4), A::l(window));
+    a.ld_raw(flag, field, A::g(0));
+    a.if_z(flag);
+    a.mov(decision, A::l(0));
+    a.break_();
+    a.endif();
+    a.imul(field, count, A::l(bytes));
+    c.LoadShared(u, field);
+    c.Combine(found, u, found);  // u covers earlier elements
+    a.iadd(count, count, A::l(1));
+    a.ieq(test, flag, A::l(2));
+    a.if_nz(test);
+    a.mov(decision, A::l(2));
+    a.break_();
+    a.endif();
+    a.endloop();
+    a.store_raw(A::g(0).x(), A::l(mailbox), decision);
+    a.store_raw(A::g(0).x(), A::l(mailbox + 4), count);
+    c.StoreShared(A::l(mailbox + 8), found);
     a.endif();
     a.sync_g_t();
-    c.LoadShared(found, A::l(mailbox + 4));
-    a.endif();
+    a.ld_raw(decision, A::l(mailbox), A::g(0));
+    a.ld_raw(count, A::l(mailbox + 4), A::g(0));
+    c.LoadShared(found, A::l(mailbox + 8));
+    c.Combine(carry, found, carry);
+    a.ieq(test, decision, A::l(2));
+    a.breakc_nz(test);
+    a.iadd(look, look, -count);
+    a.imad(look_state, count, A::l(-static_cast<int32_t>(state_bytes)), look_state);
     a.if_z(decision);
     {
-      // Nothing published: reduce the predecessor's tile from the input (a
-      // full tile: only a line's last tile is partial). Element order does
-      // not matter to sums and products.
+      // 3. Predecessor `look` has published nothing yet: thread 0 polls
+      //    it; if it stays silent, the group reduces its tile from the
+      //    input (a full tile: only a line's last tile is partial; element
+      //    order does not matter to sums and products).
+      a.sync_g_t();  // the mailbox is rewritten
+      a.if_nz(first_thread);
+      a.mov(decision, A::l(0));
+      a.mov(polls, A::l(0));
+      a.LoopWhileUnsignedLess(polls, A::l(spec.polls));
+      a.imm_atomic_iadd(flag, A::u(1).x(), look_state, A::l(0));
+      a.ushr(test, flag, A::l(2));
+      a.ieq(test, test, A::Constant(kScanConstNonce));
+      a.and_(decision, flag, A::l(3));
+      a.movc(decision, test, decision, A::l(0));
+      a.breakc_nz(decision);
+      a.iadd(polls, polls, A::l(1));
+      a.endloop();
+      a.store_raw(A::g(0).x(), A::l(mailbox), decision);
+      a.endif();
+      a.sync_uglobal_g_t();
+      a.ld_raw(decision, A::l(mailbox), A::g(0));
+      a.if_nz(decision);
+      a.if_nz(first_thread);
+      a.imad(field, decision, A::l(bytes), look_state);
+      a.imm_atomic_iadd(A::r(found).x(), A::u(1).x(), field, A::l(0));
+      if (bytes == 8) {
+        a.iadd(field, field, A::l(4));
+        a.imm_atomic_iadd(A::r(found).y(), A::u(1).x(), field, A::l(0));
+      }
+      c.StoreShared(A::l(mailbox + 8), found);
+      a.endif();
+      a.sync_g_t();
+      c.LoadShared(found, A::l(mailbox + 8));
+      a.else_();
       const Operand look_start = a.Scalar();
       a.imul(look_start, look, A::l(spec.tile()));
       c.Identity(found);
@@ -438,15 +512,16 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
         a.sync_g_t();
       }
       c.LoadShared(found, A::l(0));
+      a.endif();
+      c.Combine(carry, found, carry);
+      a.ieq(test, decision, A::l(2));
+      a.breakc_nz(test);
+      a.breakc_z(look);  // the line's first tile, reduced above
+      a.iadd(look, look, A::l(-1));
+      a.iadd(look_state, look_state, A::l(-static_cast<int32_t>(state_bytes)));
     }
     a.endif();
-    c.Combine(carry, found, carry);  // `found` covers earlier elements
-    a.ieq(test, decision, A::l(2));
-    a.breakc_nz(test);
-    a.breakc_z(look);  // the line's first tile, reduced above
-    a.iadd(look, look, A::l(-1));
-    a.iadd(look_state, look_state, A::l(-static_cast<int32_t>(state_bytes)));
-    a.sync_g_t();  // the mailbox and the slots are rewritten next round
+    a.sync_g_t();  // the window, the mailbox and the slots are rewritten next round
     a.endloop();
     const uint32_t inclusive = c.NewValue();
     c.Combine(inclusive, carry, total);
@@ -534,10 +609,12 @@ absl::Status Validate(const ScanKernelSpec& spec) {
       spec.per_thread > 64) {
     return absl::InvalidArgumentError("bad scan tile shape");
   }
-  // Groupshared: totals, the staged tile with its padding, the mailbox.
+  // Groupshared: totals, the staged tile with its padding, the mailbox and
+  // the look-back window.
   const uint64_t value_bytes = WideFormat(spec.format) == ScanFormat::kI64 ? 8 : 4;
   const uint64_t tile = uint64_t{spec.threads} * spec.per_thread;
-  if ((spec.threads + tile + tile / 32) * value_bytes + 4 + value_bytes > 32768) {
+  if ((spec.threads + tile + tile / 32) * value_bytes + 8 + value_bytes + spec.threads * 4 >
+      32768) {
     return absl::InvalidArgumentError("scan tile needs more than 32 KiB of groupshared memory");
   }
   if (spec.pass != ScanPass::kLookback && spec.polls != ScanKernelSpec::kDefaultLookbackPolls) {

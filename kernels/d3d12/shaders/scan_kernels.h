@@ -26,9 +26,12 @@
 // stale cached line). The nonce (root constant kScanConstNonce, written by
 // the runtime at each recording: Dispatch::nonce_constant) makes any flag
 // left in a reused scratch buffer stale, so the buffer needs no clearing.
-// A group that polls its predecessor `polls` times without seeing a flag
-// reduces that tile from the input itself and goes on looking back: the
-// kernel makes progress whatever order the device runs groups in (no
+// The look-back reads a window of `threads` predecessors' flags at once (one
+// per thread) and folds their aggregates up to the nearest inclusive prefix,
+// so a group behind many running ones walks back `threads` tiles per step.
+// A predecessor that has published nothing is polled `polls` times; if it
+// stays silent the group reduces that tile from the input itself and goes
+// on: the kernel makes progress whatever order the device runs groups in (no
 // group ever waits for one that may not have started).
 //
 // 16-bit types are scanned into a 32-bit-per-element scratch buffer (FLOAT16
