@@ -31,8 +31,9 @@ ABSL_FLAG(std::string, devices, "",
           "backend allows. The start-up log and GetServerInfo list the adapters found.");
 ABSL_FLAG(int, d3d12_devices_per_adapter, 1,
           "Logical D3D12 devices per adapter, each with its own compute queue.");
-ABSL_FLAG(int, d3d12_inflight_batches, 2,
-          "Batches in flight per D3D12 device (one uploads while another computes).");
+ABSL_FLAG(int, d3d12_inflight_batches, dmlserve::BackendDeviceOptions().d3d12_inflight_batches,
+          "Batches in flight per D3D12 device: they overlap each batch's fixed latency "
+          "(submission, completion) and one's uploads with another's compute.");
 ABSL_FLAG(bool, cpu_fallback, true,
           "With a D3D12 backend, keep --cpu_devices CPU devices that take over once every D3D12 "
           "device has been removed.");

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/backend/device.h"
 #include "kernels/d3d12/adapter_enumeration.h"
+#include "kernels/d3d12/device_runtime.h"
 
 namespace dmlserve {
 
@@ -22,7 +23,7 @@ struct D3D12Options {
   int devices_per_adapter = 1;       // --d3d12_devices_per_adapter (several logical devices
                                      // on one adapter, each with its own queue)
   bool allow_software = false;       // --backend=d3d12 allows lavapipe/WARP; auto does not
-  int inflight_batches_per_device = 2;
+  int inflight_batches_per_device = d3d12::kDefaultInflightBatches;  // --d3d12_inflight_batches
   int fail_after_batches = -1;  // fault injection (tests): each device runs this many batches,
                                 // then fails as removed (also DMLSERVE_D3D12_FAIL_AFTER_BATCHES)
   uint32_t batch_timeout_ms = 60000;  // a batch not done by then means a hung device

@@ -23,9 +23,17 @@
 
 namespace dmlserve::d3d12 {
 
+// Batches in flight on one queue by default. A batch through vkd3d carries a
+// fixed latency (recording, submission, the fence's completion reaching the
+// waiting thread: ~130 us on an H100 for ~12 us of GPU work), which batches
+// in flight overlap: on the shared-B load the H100 served 36-38k req/s with
+// 2, 46-50k with 4 and 40-48k with 8 (docs/benchmarks.md, 2026-11-27).
+inline constexpr int kDefaultInflightBatches = 4;
+
 struct RuntimeOptions {
   std::string name = "d3d12:0";  // for error messages
-  int inflight_batches = 2;      // command contexts: batches in flight on the queue
+  // Command contexts: batches in flight on the queue.
+  int inflight_batches = kDefaultInflightBatches;
   int fail_after_batches = -1;   // fault injection (fault_injection.h)
   // A batch whose fence has not completed after this long means a hung device.
   uint32_t batch_timeout_ms = 60000;
