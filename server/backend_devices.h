@@ -20,7 +20,7 @@ struct BackendDeviceOptions {
   // D3D12 (see kernels/d3d12/d3d12_backend.h).
   std::vector<int> adapter_indices;  // empty: every qualifying adapter
   int d3d12_devices_per_adapter = 1;
-  int d3d12_inflight_batches = 4;  // kernels/d3d12/device_runtime.h: kDefaultInflightBatches
+  int d3d12_inflight_batches = 4;     // kernels/d3d12/device_runtime.h: kDefaultInflightBatches
   int d3d12_fail_after_batches = -1;  // fault injection for tests
   // Behind D3D12 devices, CPU devices that take over once every D3D12 device
   // has been removed.

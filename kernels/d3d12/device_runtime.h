@@ -34,7 +34,7 @@ struct RuntimeOptions {
   std::string name = "d3d12:0";  // for error messages
   // Command contexts: batches in flight on the queue.
   int inflight_batches = kDefaultInflightBatches;
-  int fail_after_batches = -1;   // fault injection (fault_injection.h)
+  int fail_after_batches = -1;  // fault injection (fault_injection.h)
   // A batch whose fence has not completed after this long means a hung device.
   uint32_t batch_timeout_ms = 60000;
   // Starting size of each staging ring; they grow to the largest batch.

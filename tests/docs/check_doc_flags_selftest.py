@@ -41,9 +41,9 @@ def main():
 
     drifts = [
         ("a wrong default in a partial table", "docs/d3d12.md",
-         altered("docs/d3d12.md", "| `--d3d12_inflight_batches` | `2` |",
+         altered("docs/d3d12.md", "| `--d3d12_inflight_batches` | `4` |",
                  "| `--d3d12_inflight_batches` | `3` |"),
-         "--d3d12_inflight_batches documents default '3', dmlserve's is '2'"),
+         "--d3d12_inflight_batches documents default '3', dmlserve's is '4'"),
         ("an unknown flag in a partial table", "docs/d3d12.md",
          altered("docs/d3d12.md", "| `--d3d12_devices_per_adapter` |", "| `--d3d12_devices` |"),
          "--d3d12_devices is not a dmlserve flag"),

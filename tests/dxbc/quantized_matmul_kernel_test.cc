@@ -109,10 +109,9 @@ TEST(QuantizedMatMulKernelTest, TileEdgesAndAllTypeCombinations) {
   // for R = 4: the loop over several octs in flight and its remainder) and
   // qmm.gemm (partial 128 x 128 tiles, split K), each with K not a multiple
   // of 16.
-  const uint32_t shapes[][3] = {{1, 1, 1},       {65, 33, 130},  {130, 67, 63},
-                                {7, 300, 9},     {16, 100, 600}, {64, 257, 513},
-                                {129, 40, 257},  {2, 1000, 1030}, {1, 9000, 520},
-                                {3, 9000, 40}};
+  const uint32_t shapes[][3] = {{1, 1, 1},      {65, 33, 130},  {130, 67, 63},  {7, 300, 9},
+                                {16, 100, 600}, {64, 257, 513}, {129, 40, 257}, {2, 1000, 1030},
+                                {1, 9000, 520}, {3, 9000, 40}};
   for (DataType a_type : {DataType::kInt8, DataType::kUint8}) {
     for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
       for (DataType y_type : {DataType::kInt8, DataType::kUint8}) {

@@ -4,11 +4,11 @@
 
 namespace dmlserve::d3d12 {
 
-void KernelAssembler::DeclareBindings(int srvs, int uavs, uint32_t coherent_uavs) {
+void KernelAssembler::DeclareBindings(int srvs, int uavs) {
   dcl_globalFlags(dxbc::kGlobalFlagRefactoringAllowed);
   dcl_constantbuffer(0, (kRootConstantCount + 3) / 4);
   for (int i = 0; i < srvs; ++i) dcl_resource_raw(i);
-  for (int i = 0; i < uavs; ++i) dcl_uav_raw(i, (coherent_uavs >> i) & 1);
+  for (int i = 0; i < uavs; ++i) dcl_uav_raw(i);
 }
 
 dxbc::Operand KernelAssembler::Constant(int i) {

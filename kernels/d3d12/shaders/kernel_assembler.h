@@ -26,10 +26,8 @@ class KernelAssembler : public dxbc::Assembler {
  public:
   using Operand = dxbc::Operand;
 
-  // cb0 with all root constants, t0..t(srvs-1), u0..u(uavs-1); u# with bit
-  // # of `coherent_uavs` set is globally coherent (reads and writes at device
-  // scope, for groups that exchange data within one dispatch).
-  void DeclareBindings(int srvs, int uavs, uint32_t coherent_uavs = 0);
+  // cb0 with all root constants, t0..t(srvs-1), u0..u(uavs-1).
+  void DeclareBindings(int srvs, int uavs);
 
   // Root constant i (select-1 operand of cb0).
   static Operand Constant(int i);

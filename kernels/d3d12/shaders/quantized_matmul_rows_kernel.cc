@@ -195,8 +195,7 @@ class RowsBuilder {
             const Operand sum = acc_[r].sel(Component(c));
             for (uint32_t j = 0; j < 2; ++j) {
               for (uint32_t v = 0; v < 4; ++v) {
-                a_.imad(sum, a_values[j].sel(Component(v)), b_values[c][j].sel(Component(v)),
-                        sum);
+                a_.imad(sum, a_values[j].sel(Component(v)), b_values[c][j].sel(Component(v)), sum);
               }
             }
           }

@@ -203,9 +203,10 @@ void BuildSerial(KernelAssembler& a, const ScanKernelSpec& spec) {
 void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
   using A = KernelAssembler;
   const bool lookback = spec.pass == ScanPass::kLookback;
-  // u1 (look-back state) is globally coherent: no group reads it through a
-  // cache another group's writes bypass.
-  a.DeclareBindings(/*srvs=*/1, /*uavs=*/lookback ? 2 : 1, /*coherent_uavs=*/lookback ? 0b10 : 0);
+  // u1 (look-back state) is read and written only through atomics, which
+  // every group performs at device scope: it needs no globallycoherent
+  // declaration (which vkd3d 1.2 would ignore).
+  a.DeclareBindings(/*srvs=*/1, /*uavs=*/lookback ? 2 : 1);
   a.dcl_input(A::vThreadGroupID().xy());
   a.dcl_input(A::vThreadIDInGroupFlattened());
   ScanCodegen c(a, spec.op, spec.format);

@@ -18,21 +18,22 @@
 //             scans its tile. Each element is read once and written once.
 //   pack16    32-bit scratch -> 16-bit output, one thread per output dword
 //
-// Look-back state (u1, globally coherent), one slot of 4 values per tile:
-// [flag, aggregate, inclusive, unused], each the width of a compute value
-// (4 or 8 bytes). flag = nonce << 2 | 1 (aggregate written) or | 2
-// (inclusive written); the field is stored, then a device-wide memory fence,
-// then the flag, and readers read flag, fence, field with atomics (never a
-// stale cached line). The nonce (root constant kScanConstNonce, written by
-// the runtime at each recording: Dispatch::nonce_constant) makes any flag
-// left in a reused scratch buffer stale, so the buffer needs no clearing.
-// The look-back reads a window of `threads` predecessors' flags at once (one
-// per thread) and folds their aggregates up to the nearest inclusive prefix,
-// so a group behind many running ones walks back `threads` tiles per step.
-// A predecessor that has published nothing is polled `polls` times; if it
-// stays silent the group reduces that tile from the input itself and goes
-// on: the kernel makes progress whatever order the device runs groups in (no
-// group ever waits for one that may not have started).
+// Look-back state (u1), one slot of 4 values per tile: [flag, aggregate,
+// inclusive, unused], each the width of a compute value (4 or 8 bytes).
+// flag = nonce << 2 | 1 (aggregate written) or | 2 (inclusive written).
+// Every access is an atomic (performed at device scope: never a stale cached
+// line): a writer stores the field, fences device-wide, then stores the
+// flag; a reader reads the flag, fences, then the field. The fences are
+// group barriers with device-wide memory scope (sync_uglobal_g_t), reached
+// by the whole group: vkd3d 1.2 turns any device-wide fence into a group
+// control barrier, which thread 0 alone must not reach. The nonce (root constant kScanConstNonce,
+// written by the runtime at each recording: Dispatch::nonce_constant) makes any flag left in a
+// reused scratch buffer stale, so the buffer needs no clearing. The look-back reads a window of
+// `threads` predecessors' flags at once (one per thread) and folds their aggregates up to the
+// nearest inclusive prefix, so a group behind many running ones walks back `threads` tiles per
+// step. A predecessor that has published nothing is polled `polls` times; if it stays silent the
+// group reduces that tile from the input itself and goes on: the kernel makes progress whatever
+// order the device runs groups in (no group ever waits for one that may not have started).
 //
 // 16-bit types are scanned into a 32-bit-per-element scratch buffer (FLOAT16
 // accumulates in float32, UINT16 products in uint32) and packed by pack16, so

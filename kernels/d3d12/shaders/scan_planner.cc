@@ -102,9 +102,8 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
   } else {
     const std::vector<ScanTileShape>& shapes = ScanTileShapes();
     const ScanTileShape& short_shape = shapes[kLineShortTileShape];
-    size_t shape_index =
-        axis <= short_shape.threads * short_shape.per_thread ? kLineShortTileShape
-                                                              : kLineLongTileShape;
+    size_t shape_index = axis <= short_shape.threads * short_shape.per_thread ? kLineShortTileShape
+                                                                              : kLineLongTileShape;
     uint64_t tiles = CeilDiv(axis, shapes[shape_index].threads * shapes[shape_index].per_thread);
     spec.pass = ScanPass::kLine;
     if (tiles > options.line_max_tiles && lines < options.line_min_lines) {
