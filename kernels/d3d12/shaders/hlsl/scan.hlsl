@@ -2,24 +2,33 @@
 // dmlserve generates the DXBC with its own assembler; this file states the
 // intent in the language reviewers know, and compiles with fxc/dxc as cs_5_0).
 //
-// Specialisation (the kernel key "scan.<PASS>/<op>/<format>/<dir>/<excl>/t<T>p<P>"):
-//   PASS       SERIAL | LINE | REDUCE | TILE | PACK16
+// Specialisation (the kernel key "scan.<PASS>/<op>/<format>/<dir>/<excl>/t<T>p<P>",
+// LOOKBACK adds "/w<POLLS>"):
+//   PASS       SERIAL | LINE | LOOKBACK | PACK16
 //   PRODUCT    0: sum, 1: product
 //   FORMAT     F32 | F16 | I32 | U16 | I64   (input format; output is the
 //              wide format: F16 -> float32, U16 -> uint32, others unchanged)
 //   REVERSE    AxisDirection DECREASING
 //   EXCLUSIVE  HasExclusiveSum / HasExclusiveProduct
 //   THREADS, PER_THREAD  tile shape (tile = THREADS * PER_THREAD elements)
+//   POLLS      LOOKBACK: polls of a silent predecessor before reducing it here
+//
+// The DXBC also stages each tile through groupshared memory (coalesced
+// loads and stores); this file leaves that out.
 
 ByteAddressBuffer Input : register(t0);
-ByteAddressBuffer Carries : register(t1);  // TILE: exclusive scan of tile totals
 RWByteAddressBuffer Output : register(u0);
+// LOOKBACK: per (line, tile) slot of 4 values [flag, aggregate, inclusive, -],
+// flag = nonce << 2 | 1 (aggregate) or | 2 (inclusive). Atomics only.
+RWByteAddressBuffer State : register(u1);
 cbuffer Root : register(b0) {
   uint axis;    // c0: elements per line      (PACK16: element count)
   uint inner;   // c1: stride between a line's elements
   uint lines;   // c2: outer * inner
   uint tiles;   // c3: tiles per line
-  uint4 unused[2];
+  uint nonce;   // c4: LOOKBACK: this recording's nonce (the runtime writes it)
+  uint3 unused0;
+  uint4 unused1;
   uint pad0, pad1;
   uint groups_x;     // c14: the dispatch is a 2-D grid of groups_x columns
   uint group_count;  // c15
@@ -104,8 +113,56 @@ void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
 #endif
   Output.Store(w * 4, lo | (hi << 16));  // one thread per output dword
 }
-#else  // LINE, REDUCE, TILE
+#else  // LINE, LOOKBACK
 groupshared Value partial[THREADS];
+groupshared uint window[THREADS];
+groupshared uint decision_shared;
+groupshared Value found_shared;
+
+#if PASS == LOOKBACK
+#if FORMAT == I64
+static const uint kValueBytes = 8;
+Value AtomicRead(uint address) {
+  uint lo, hi;
+  State.InterlockedAdd(address, 0, lo);
+  State.InterlockedAdd(address + 4, 0, hi);
+  return uint2(lo, hi);
+}
+void AtomicWrite(uint address, Value v) {
+  uint old;
+  State.InterlockedExchange(address, v.x, old);
+  State.InterlockedExchange(address + 4, v.y, old);
+}
+#else
+static const uint kValueBytes = 4;
+Value AtomicRead(uint address) {
+  uint bits;
+  State.InterlockedAdd(address, 0, bits);
+  return (Value)asfloat(bits);  // asuint for integer formats
+}
+void AtomicWrite(uint address, Value v) {
+  uint old;
+  State.InterlockedExchange(address, asuint(v), old);
+}
+#endif
+static const uint kSlotBytes = 4 * kValueBytes;
+
+// Field `kind` (1 aggregate, 2 inclusive), a device-wide fence, then the
+// flag. The fence is a group barrier (vkd3d 1.2 makes every device-wide fence
+// one), so the whole group calls this.
+void Publish(uint slot, uint kind, Value v, uint tid) {
+  if (tid == 0) AtomicWrite(slot + kind * kValueBytes, v);
+  DeviceMemoryBarrierWithGroupSync();
+  uint old;
+  if (tid == 0) State.InterlockedExchange(slot, (nonce << 2) | kind, old);
+}
+
+uint ReadFlag(uint slot) {
+  uint flag;
+  State.InterlockedAdd(slot, 0, flag);
+  return (flag >> 2) == nonce ? (flag & 3) : 0;  // a stale nonce: nothing published
+}
+#endif
 
 [numthreads(THREADS, 1, 1)]
 void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
@@ -116,9 +173,6 @@ void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
   Value carry = Identity();
 #else
   uint line = group / tiles, first_tile = group % tiles, last_tile = first_tile + 1;
-#if PASS == TILE
-  Value carry = Load(Carries, group);  // wide format
-#endif
 #endif
   uint origin, step;
   LineGeometry(line, origin, step);
@@ -139,12 +193,75 @@ void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
     }
     Value total = partial[THREADS - 1];
     Value prefix = tid >= 1 ? partial[tid - 1] : Identity();
-#if PASS == LINE
-    GroupMemoryBarrierWithGroupSync();  // the next tile rewrites partial[]
+    GroupMemoryBarrierWithGroupSync();  // partial[] is free again
+#if PASS == LOOKBACK
+    // Decoupled look-back: publish the total at once, then fold the
+    // predecessors' published values, nearest first, up to an inclusive one.
+    uint slot = group * kSlotBytes;
+    Publish(slot, tile == 0 ? 2 : 1, total, tid);
+    Value carry = Identity();
+    if (tile != 0) {
+      int look = int(tile) - 1;  // uniform: the nearest predecessor not yet folded
+      for (;;) {
+        // A window of THREADS predecessors: thread t reads look - t.
+        uint own = slot - (tile - look + tid) * kSlotBytes;
+        uint d = (POLLS > 0 && int(tid) <= look) ? ReadFlag(own) : 0;
+        DeviceMemoryBarrierWithGroupSync();  // each field was written before its flag
+        if (d != 0) partial[tid] = AtomicRead(own + d * kValueBytes);
+        window[tid] = d;
+        GroupMemoryBarrierWithGroupSync();
+        if (tid == 0) {  // fold: aggregates up to an inclusive (2), a silent one (0) or the end (3)
+          Value acc = Identity();
+          uint count = 0, decision = 3;
+          for (; count < THREADS && int(count) <= look; ++count) {
+            if (window[count] == 0) { decision = 0; break; }
+            acc = Combine(partial[count], acc);
+            if (window[count] == 2) { decision = 2; ++count; break; }
+          }
+          decision_shared = decision | (count << 2);
+          found_shared = acc;
+        }
+        GroupMemoryBarrierWithGroupSync();
+        uint decision = decision_shared & 3, count = decision_shared >> 2;
+        carry = Combine(found_shared, carry);
+        if (decision == 2) break;
+        look -= int(count);
+        if (decision == 0) {
+          // Predecessor `look` is silent: poll it, else reduce its tile here
+          // (so no group ever waits on one that may not have started).
+          GroupMemoryBarrierWithGroupSync();
+          if (tid == 0) {
+            uint polled = 0;
+            for (uint p = 0; p < POLLS && polled == 0; ++p) polled = ReadFlag(slot - (tile - look) * kSlotBytes);
+            decision_shared = polled;
+          }
+          DeviceMemoryBarrierWithGroupSync();
+          uint polled = decision_shared;
+          Value value = Identity();
+          if (polled != 0) {
+            if (tid == 0) found_shared = AtomicRead(slot - (tile - look) * kSlotBytes + polled * kValueBytes);
+            GroupMemoryBarrierWithGroupSync();
+            value = found_shared;
+          } else {
+            for (uint j = 0; j < PER_THREAD; ++j)  // a full tile, any element order
+              value = Combine(value, Load(Input, origin + (look * THREADS * PER_THREAD + j * THREADS + tid) * step));
+            partial[tid] = value;
+            GroupMemoryBarrierWithGroupSync();
+            for (uint half = THREADS / 2; half >= 1; half /= 2) {
+              if (tid < half) partial[tid] = Combine(partial[tid], partial[tid + half]);
+              GroupMemoryBarrierWithGroupSync();
+            }
+            value = partial[0];
+          }
+          carry = Combine(value, carry);
+          if (polled == 2 || look == 0) break;
+          look -= 1;
+        }
+        GroupMemoryBarrierWithGroupSync();  // window[], partial[] and the mailbox are rewritten
+      }
+      Publish(slot, 2, Combine(carry, total), tid);
+    }
 #endif
-#if PASS == REDUCE
-    if (tid == 0) Store(group, total);  // partials[line * tiles + tile]
-#else
     // Phase 3: rescan the elements from this thread's carry-in.
     Value running = Combine(carry, prefix);
     for (uint j = 0; j < PER_THREAD; ++j) {
@@ -154,8 +271,8 @@ void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
       if (EXCLUSIVE) { Store(e, running); running = Combine(running, x); }
       else { running = Combine(running, x); Store(e, running); }
     }
-#endif
 #if PASS == LINE
+    GroupMemoryBarrierWithGroupSync();  // the next tile rewrites partial[]
     carry = Combine(carry, total);
 #endif
   }
