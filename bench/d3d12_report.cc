@@ -129,8 +129,12 @@ absl::Status MatMulFigures(const DispatchPlan& plan, const QuantizedMatMulOperat
                            Figures& f) {
   double performed = 0, groups = 0;
   for (const d3d12::Dispatch& d : plan.dispatches) {
-    // qmm.reduce (split-K's second pass) does no multiply-adds.
-    if (!IsMatMul(d) || absl::StartsWith(d.kernel, "qmm.reduce/")) continue;
+    // qmm.reduce (split-K's second pass) and qmm.packb (a request's B
+    // packed on the device) do no multiply-adds.
+    if (!IsMatMul(d) || absl::StartsWith(d.kernel, "qmm.reduce/") ||
+        d.kernel == d3d12::QuantizedMatMulPackSpec::kKey) {
+      continue;
+    }
     absl::StatusOr<d3d12::QuantizedMatMulKernelShape> shape =
         d3d12::QuantizedMatMulShapeOf(d.kernel);
     if (!shape.ok()) return shape.status();

@@ -312,12 +312,54 @@ TEST(QuantizedMatMulKernelTest, RowParametersAreSharedWhenEveryRowHasTheSame) {
     for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
     absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
     ASSERT_TRUE(plan.ok());
-    ASSERT_EQ(plan->dispatches.size(), 1u);
-    const Dispatch& d = plan->dispatches[0];
+    ASSERT_EQ(plan->dispatches.size(), 2u);  // qmm.packb, then the one product
+    const Dispatch& d = plan->dispatches[1];
     EXPECT_EQ(d.constants[kQmmConstRowParamBytes], same ? 0u : 16u);
     EXPECT_EQ(plan->buffers[d.srvs[2].buffer].size_bytes, same ? 16u : 16u * (5 + 66 + 1));
     RunAndCheck(operations);
   }
+}
+
+// A request's own B is uploaded as it is and packed on the device by
+// qmm.packb in a stage of its own (a registered B is packed once on the
+// host and stays resident: JobsSharingBAreFusedIntoOneDispatch). Both
+// packings give the reference's results, for every type, K past a whole
+// oct (the zero point pads) and B with slices.
+TEST(QuantizedMatMulKernelTest, RequestBIsPackedOnTheDevice) {
+  std::mt19937_64 rng(12);
+  std::vector<Operation> operations;
+  const uint32_t shapes[][4] = {{1, 5, 13, 7}, {3, 70, 9, 300}, {2, 1, 16, 5}};  // slices, M, K, N
+  for (DataType a_type : {DataType::kInt8, DataType::kUint8}) {
+    for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
+      for (const auto& s : shapes) {
+        const uint32_t slices = s[0], m = s[1], k = s[2], n = s[3];
+        QuantizedMatMulTensors t;
+        t.a = RandomBytes(a_type, {slices, 1, m, k}, rng);
+        t.a_scale = Floats({1, 1, 1, 1}, rng, 0.01f, 0.05f);
+        t.a_zero_point = RandomBytes(a_type, {1, 1, 1, 1}, rng);
+        t.b = RandomBytes(b_type, {slices, 1, k, n}, rng);
+        t.b_scale = Floats({1, 1, 1, n}, rng, 0.01f, 0.05f);
+        t.b_zero_point = RandomBytes(b_type, {1, 1, 1, n}, rng);
+        t.output_scale = Floats({1, 1, 1, 1}, rng, 0.05f, 0.5f);
+        t.output_zero_point = RandomBytes(DataType::kInt8, {1, 1, 1, 1}, rng);
+        absl::StatusOr<QuantizedMatMulOperation> op =
+            MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+        ASSERT_TRUE(op.ok()) << op.status();
+        operations.push_back(*std::move(op));
+      }
+    }
+  }
+  std::vector<WorkItem> items(1);
+  items[0].operation = &operations[0];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_GE(plan->dispatches.size(), 2u);
+  EXPECT_EQ(plan->dispatches[0].kernel, QuantizedMatMulPackSpec::kKey);
+  EXPECT_TRUE(plan->dispatches[0].barrier_after);
+  for (const Operation& operation : operations) RunAndCheck({operation});
+  PlannerOptions on_host;
+  on_host.quantized_matmul.pack_b_on_device = false;
+  for (const Operation& operation : operations) RunAndCheck({operation}, on_host);
 }
 
 TEST(QuantizedMatMulPlannerTest, AccumulatorRangeBound) {

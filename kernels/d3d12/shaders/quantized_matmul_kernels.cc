@@ -115,7 +115,7 @@ absl::StatusOr<QuantizedMatMulKernelShape> QuantizedMatMulShapeOf(absl::string_v
     shape.split_k_partials = true;
     return shape;
   }
-  if (absl::StartsWith(key, "qmm.reduce/")) {
+  if (absl::StartsWith(key, "qmm.reduce/") || key == QuantizedMatMulPackSpec::kKey) {
     return absl::NotFoundError(absl::StrCat(key, " does no multiply-adds"));
   }
   absl::StatusOr<QuantizedMatMulKernelSpec> spec = QuantizedMatMulKernelSpec::Parse(key);
@@ -141,6 +141,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernelForKey(absl::stri
     if (!spec.ok()) return spec.status();
     return BuildQuantizedMatMulReduceKernel(*spec);
   }
+  if (key == QuantizedMatMulPackSpec::kKey) return BuildQuantizedMatMulPackKernel();
   absl::StatusOr<QuantizedMatMulKernelSpec> spec = QuantizedMatMulKernelSpec::Parse(key);
   if (!spec.ok()) return spec.status();
   return BuildQuantizedMatMulKernel(*spec);
@@ -181,6 +182,7 @@ std::vector<std::string> AllQuantizedMatMulKernelKeys() {
     spec.output_signed = y;
     keys.push_back(spec.Key());
   }
+  keys.push_back(QuantizedMatMulPackSpec::kKey);
   return keys;
 }
 

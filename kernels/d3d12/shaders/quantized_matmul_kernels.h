@@ -142,8 +142,20 @@ struct QuantizedMatMulReduceSpec {
   static absl::StatusOr<QuantizedMatMulReduceSpec> Parse(absl::string_view key);
 };
 
+// qmm.packb: packs a B that is not registered (uploaded as it is, [slices][K]
+// [N] bytes, t0) into the octs layout above (u0), on the device rather than
+// the host: one thread per oct, zero points (t1, the column parameters) past
+// K. Constants: kQmmConstDepth K, kQmmConstDepthOcts KO, kQmmConstColumns N,
+// kQmmConstChannels the slices. A registered B is packed once on the host
+// and stays resident instead.
+struct QuantizedMatMulPackSpec {
+  static constexpr uint32_t kThreads = 64;
+  static constexpr const char* kKey = "qmm.packb";
+};
+
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernel(
     const QuantizedMatMulKernelSpec& spec);
+absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulPackKernel();
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulRowsKernel(
     const QuantizedMatMulRowsSpec& spec);
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulReduceKernel(
@@ -157,11 +169,12 @@ struct QuantizedMatMulKernelShape {
   uint32_t thread_macs_per_iteration = 0;
   bool split_k_partials = false;  // stores int32 partials for qmm.reduce
 };
-// NOT_FOUND for qmm.reduce (no multiply-adds), INVALID_ARGUMENT for a bad key.
+// NOT_FOUND for qmm.reduce and qmm.packb (no multiply-adds),
+// INVALID_ARGUMENT for a bad key.
 absl::StatusOr<QuantizedMatMulKernelShape> QuantizedMatMulShapeOf(absl::string_view key);
 
 // Builds any of them from its key ("qmm.gemm/...", "qmm.rows/...",
-// "qmm.reduce/...").
+// "qmm.reduce/...", "qmm.packb").
 absl::StatusOr<std::vector<uint8_t>> BuildQuantizedMatMulKernelForKey(absl::string_view key);
 
 // Every kernel key the planner can dispatch.

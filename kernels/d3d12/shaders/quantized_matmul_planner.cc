@@ -21,6 +21,13 @@ namespace {
 
 using Spec = QuantizedMatMulKernelSpec;
 
+// Stages of a matrix multiply batch: B packed on the device (a B that is not
+// registered), the products, split-K's reduction. An empty stage costs
+// nothing (PlanBuilder).
+constexpr int kPackStage = 0;
+constexpr int kProductStage = 1;
+constexpr int kReduceStage = 2;
+
 bool IsSigned(DataType type) { return type == DataType::kInt8; }
 
 // Element i of an INT8/UINT8 zero point (0 when absent), per-tensor
@@ -365,7 +372,7 @@ void AddReduce(const Product& p, const Dispatch& product, uint32_t splits, uint6
   const uint64_t row_words = (p.n + 3) / 4;
   SetGroupCount(reduce, CeilDiv(total_rows * row_words, QuantizedMatMulReduceSpec::kThreads));
   Bind(reduce, partials, BufferBinding::kUnbound, rows, column_params, out);
-  builder.AddDispatch(1, std::move(reduce));
+  builder.AddDispatch(kReduceStage, std::move(reduce));
 }
 
 // One product of `total_rows` rows on qmm.gemm, split along K when it has
@@ -379,7 +386,7 @@ void PlanGemmDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
   const uint32_t split_octs = SplitOcts(total_rows, p);
   if (split_octs == 0) {
     Bind(d, a, b, rows, column_params, out);
-    builder.AddDispatch(0, std::move(d));
+    builder.AddDispatch(kProductStage, std::move(d));
   } else {
     // Stage 0: each split's int32 sums into `partials`; stage 1: their sum
     // requantized into `out`.
@@ -393,7 +400,7 @@ void PlanGemmDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
     d.constants[kQmmConstSplitOcts] = split_octs;
     SetGroupCount(d, tiles * splits);
     Bind(d, a, b, rows, column_params, partials);
-    builder.AddDispatch(0, d);
+    builder.AddDispatch(kProductStage, d);
     AddReduce(p, d, splits, total_rows, partials, rows, column_params, out, builder);
   }
 }
@@ -436,7 +443,7 @@ void PlanRowsDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
   d.constants[kQmmConstSplitOcts] = static_cast<uint32_t>(split_octs);
   SetGroupCount(d, tiles * splits);
   Bind(d, a, b, rows, column_params, partials);
-  builder.AddDispatch(0, d);
+  builder.AddDispatch(kProductStage, d);
   AddReduce(p, d, splits, total_rows, partials, rows, column_params, out, builder);
 }
 
@@ -497,6 +504,33 @@ BufferId AddPackedB(const QuantizedMatMulOperation& op, const std::string& form,
   }
   return id.empty() ? builder.AddUpload(packed, 0, packed->size())
                     : builder.AddResident(packed, cache_id);
+}
+
+// op's B in the octs layout (PackB): a registered B packed once on the host
+// and kept resident; a request's own B uploaded as it is and packed by
+// qmm.packb in the pack stage (the host would spend longer shuffling bytes
+// than the device, and the upload is the same size).
+BufferId PackedB(const QuantizedMatMulOperation& op, BufferId column_params,
+                 const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
+  if (!op.b.registered_id().empty() || !options.pack_b_on_device) {
+    return AddPackedB(op, "qmm-b-packed", PackB, options, builder);
+  }
+  const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
+  const uint32_t ko = DepthOcts(op.k);
+  const BufferId raw = builder.AddUpload(op.b.bytes, 0, op.b.byte_size());
+  const BufferId packed = builder.AddDeviceBuffer(BufferKind::kScratch, slices * ko * op.n * 8);
+  Dispatch d;
+  d.kernel = QuantizedMatMulPackSpec::kKey;
+  d.constants[kQmmConstColumns] = op.n;
+  d.constants[kQmmConstDepth] = op.k;
+  d.constants[kQmmConstDepthOcts] = ko;
+  d.constants[kQmmConstChannels] = static_cast<uint32_t>(slices);
+  SetGroupCount(d, CeilDiv(slices * ko * op.n, QuantizedMatMulPackSpec::kThreads));
+  d.srvs[0].buffer = raw;
+  d.srvs[1].buffer = column_params;
+  d.uavs[0].buffer = packed;
+  builder.AddDispatch(kPackStage, std::move(d));
+  return packed;
 }
 
 BufferId UploadARows(const QuantizedMatMulOperation& op, PlanBuilder& builder) {
@@ -582,9 +616,9 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
   if (b_slices == 1) {
-    const BufferId b = AddPackedB(first, "qmm-b-packed", PackB, options, builder);
     std::shared_ptr<const Buffer> columns = ColumnParams(first);
     const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
+    const BufferId b = PackedB(first, column_params, options, builder);
     // One product: the jobs' A rows stacked, one output row per A row. Jobs
     // are split over several products only where the stacked buffers would
     // pass 32-bit addressing.
@@ -620,9 +654,9 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
       continue;
     }
     if (!b.has_value()) {
-      b = AddPackedB(first, "qmm-b-packed", PackB, options, builder);
       std::shared_ptr<const Buffer> columns = ColumnParams(first);
       column_params = builder.AddUpload(columns, 0, columns->size());
+      b = PackedB(first, *column_params, options, builder);
     }
     const BufferId a = UploadARows(op, builder);
     const uint32_t slices = op.batch * op.channel;
@@ -637,7 +671,7 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
     Dispatch d = GemmDispatch(op, slices, options.gemm_accumulate);
     if (uniform) d.constants[kQmmConstRowParamBytes] = 0;
     Bind(d, a, *b, rows, *column_params, out);
-    builder.AddDispatch(0, std::move(d));
+    builder.AddDispatch(kProductStage, std::move(d));
     builder.AddFinisher([item, out](ReadBackBuffers& outputs) {
       return FinishJob(item, out, 0, /*sole_reader=*/true, outputs);
     });

@@ -31,6 +31,9 @@ struct QuantizedMatMulPlannerOptions {
   QmmAccumulate gemm_accumulate = DefaultGemmAccumulate();
   // Host copies of packed registered weights kept for reuse across batches.
   uint64_t packed_weight_cache_bytes = uint64_t{256} << 20;
+  // A B that is not registered is packed by qmm.packb on the device; false
+  // packs it on the host (as registered ones are), for tests comparing both.
+  bool pack_b_on_device = true;
 };
 
 // Adds the passes for `items` (all quantized matmuls) to `builder`. Jobs that
