@@ -171,6 +171,10 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, large_qlinear_16x4096x4096_registered_b
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, large_qlinear_1x4096x4096_registered_b, 1, 1, 4096, 4096,
                          true)
     ->Unit(benchmark::kMillisecond);
+// B in the request (16 MiB each batch: uploaded and packed on the device).
+DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, large_qlinear_16x4096x4096_inline_b, 1, 16, 4096, 4096,
+                         false)
+    ->Unit(benchmark::kMillisecond);
 // 64 MiB scans: one line of 16M, 4096 lines of 4096, and a strided axis.
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, large_cumsum_f32_16M_axis0, kSum, DataType::kFloat32,
                          {16777216}, 0)
