@@ -26,8 +26,7 @@ void BuildPackB(KernelAssembler& a) {
   a.dcl_thread_group(QuantizedMatMulPackSpec::kThreads, 1, 1);
   const Operand group = a.Scalar(), index = a.Scalar(), octs = a.Scalar();
   a.LinearGroupIndex(group);
-  a.imad(index, group, A::l(QuantizedMatMulPackSpec::kThreads),
-         A::vThreadIDInGroupFlattened().x());
+  a.imad(index, group, A::l(QuantizedMatMulPackSpec::kThreads), A::vThreadIDInGroupFlattened().x());
   a.imul(octs, C(kQmmConstDepthOcts), C(kQmmConstColumns));
   a.imul(octs, octs, C(kQmmConstChannels));  // slices
   a.IfUnsignedLess(index, octs);

@@ -1,6 +1,7 @@
 // HLSL equivalents of the quantized matrix multiply kernels
 // (quantized_matmul_gemm_kernel.cc, quantized_matmul_rows_kernel.cc,
-// quantized_matmul_reduce_kernel.cc): documentation of the kernels dmlserve
+// quantized_matmul_reduce_kernel.cc, quantized_matmul_pack_kernel.cc):
+// documentation of the kernels dmlserve
 // assembles itself, written for cs_5_0. One entry point per kernel:
 //
 //   Gemm    "qmm.gemm/<A>/<B>/<Y>/t16x16m8n8k8/<i32|f32>[m]": A_SIGNED,
@@ -8,6 +9,7 @@
 //           partial sums instead of outputs), FLOAT_ACC (f32), MASKED (m).
 //   Rows    "qmm.rows/<A>/<B>/r<R>": A_SIGNED, B_SIGNED, R.
 //   Reduce  "qmm.reduce/<Y>": Y_SIGNED.
+//   PackB   "qmm.packb": a request's own B into the octs layout.
 
 ByteAddressBuffer A : register(t0);          // rows of K4 = ceil(K/4) words, zero-padded
 ByteAddressBuffer B : register(t1);          // per B slice: KO blocks of N columns' 8-byte octs
@@ -230,4 +232,27 @@ void Reduce(uint3 gid : SV_GroupID, uint flat : SV_GroupIndex) {
   }
   uint4 p = RowParams.Load4(row * row_param_bytes);
   Y.Store(index * 4, Requantize(sum, p, ColumnScales(word * 4), Y_SIGNED));
+}
+
+// --------------------------------------------------------------- PackB ---
+ByteAddressBuffer RawB : register(t0);  // in place of A: [slices][K][N] bytes as uploaded
+RWByteAddressBuffer PackedB : register(u0);  // in place of Y: the octs layout of B above
+// ColParams stays at t1 here (bound as the second SRV); channels = B slices.
+
+[numthreads(64, 1, 1)]
+void PackB(uint3 gid : SV_GroupID, uint flat : SV_GroupIndex) {
+  uint index = (gid.y * groups_x + gid.x) * 64 + flat;  // one oct: (slice * KO + o) * N + n
+  if (index >= channels * KO * N) return;
+  uint n = index % N, rest = index / N, o = rest % KO, slice = rest / KO;
+  uint zp = ColParams.Load(n * 8 + 4) & 0xff;
+  uint2 oct = 0;
+  for (uint j = 0; j < 8; ++j) {
+    uint k = o * 8 + j, value = zp;  // past K: the zero point, centred to 0 later
+    if (k < K) {
+      uint source = (slice * K + k) * N + n;
+      value = (RawB.Load(source & ~3u) >> ((source & 3) * 8)) & 0xff;
+    }
+    if (j < 4) oct.x |= value << (8 * j); else oct.y |= value << (8 * (j - 4));
+  }
+  PackedB.Store2(index * 8, oct);
 }
