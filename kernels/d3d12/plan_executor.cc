@@ -1,8 +1,6 @@
 #include "kernels/d3d12/plan_executor.h"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <unordered_map>
 
@@ -19,13 +17,6 @@ constexpr uint32_t kMaxGroupsPerDimension = 65535;
 
 uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
-}
-
-// Process-wide, so a nonce never repeats within 2^30 - 1 recordings whatever
-// device or pool a scratch buffer comes from.
-uint32_t NextNonce() {
-  static std::atomic<uint32_t> recordings{0};
-  return recordings.fetch_add(1, std::memory_order_relaxed) % Dispatch::kMaxNonce + 1;
 }
 
 bool NeedsUpload(BufferKind kind) {
@@ -161,11 +152,6 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
           absl::StrCat("dispatch ", d, " (", dispatch.kernel, ") has ", dispatch.groups_x, "x",
                        dispatch.groups_y, "x", dispatch.groups_z, " groups; D3D12 allows ",
                        kMaxGroupsPerDimension, " per dimension"));
-    }
-    if (dispatch.nonce_constant < -1 || dispatch.nonce_constant >= kRootConstantCount) {
-      return absl::InvalidArgumentError(absl::StrCat("dispatch ", d, " (", dispatch.kernel,
-                                                     ") names root constant ",
-                                                     dispatch.nonce_constant, " for its nonce"));
     }
     for (int slot = 0; slot < kSrvCount; ++slot) {
       const BufferBinding& srv = dispatch.srvs[slot];
@@ -378,10 +364,8 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
       list->SetPipelineState(pipelines[d]);
       bound_pipeline = pipelines[d];
     }
-    std::array<uint32_t, kRootConstantCount> constants = dispatch.constants;
-    if (dispatch.nonce_constant >= 0) constants[dispatch.nonce_constant] = NextNonce();
     list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
-                                       constants.data(), 0);
+                                       dispatch.constants.data(), 0);
     for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
       list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index), srv_address[slot_index]);
     }

@@ -148,28 +148,46 @@ TEST(ScanKernelTest, LongLinesUseLookBack) {
   absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
   ASSERT_TRUE(plan.ok());
   ASSERT_FALSE(plan->dispatches.empty());
-  EXPECT_TRUE(absl::StartsWith(plan->dispatches[0].kernel, "scan.lookback/"))
-      << plan->dispatches[0].kernel;
-  EXPECT_EQ(plan->dispatches[0].nonce_constant, kScanConstNonce);
+  ASSERT_GE(plan->dispatches.size(), 2u);
+  EXPECT_EQ(plan->dispatches[0].kernel, "scan.clear");
+  EXPECT_TRUE(plan->dispatches[0].barrier_after);
+  EXPECT_TRUE(absl::StartsWith(plan->dispatches[1].kernel, "scan.lookback/"))
+      << plan->dispatches[1].kernel;
   RunAndCheck(operations, Strategies()[0]);
 }
 
-// The same scan run many times in a row on reused scratch buffers: flags
-// left by earlier runs carry older nonces and never pass for this run's.
-TEST(ScanKernelTest, LookBackIgnoresFlagsOfEarlierRuns) {
+// The look-back state comes from the buffer pool, where earlier batches
+// leave anything: here outputs made entirely of 1s and 2s (the words that
+// mean "aggregate" and "inclusive prefix" in a state slot) in buffers of
+// every size the state takes. The state is cleared for every run.
+TEST(ScanKernelTest, LookBackStateIsClearedForEveryRun) {
   reference::RandomOperationGenerator generator(8);
-  std::vector<Operation> operations;
+  std::vector<Operation> scans, flag_like;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<ScanOperation> op = MakeScanOperation(
         OperatorKind::kCumulativeSummation,
         generator.RandomTensor(OperatorKind::kCumulativeSummation, DataType::kInt32, {40000}), 0,
         AxisDirection::kIncreasing, false);
     ASSERT_TRUE(op.ok());
-    operations.push_back(*std::move(op));
+    scans.push_back(*std::move(op));
   }
-  for (int run = 0; run < 6; ++run) {
-    RunAndCheck({operations[run % 2]}, Strategies()[0]);
-    RunAndCheck({operations[run % 2]}, Strategies()[3]);
+  for (uint32_t elements : {40u, 160u, 640u, 2560u, 10240u, 40960u}) {
+    for (int32_t value : {1, 2}) {
+      // A cumulative sum of [value, 0, 0, ...]: every output word is `value`.
+      Tensor input = Tensor::Allocate(DataType::kInt32, {elements});
+      int32_t* data = input.mutable_data_as<int32_t>();
+      for (uint32_t i = 0; i < elements; ++i) data[i] = i == 0 ? value : 0;
+      absl::StatusOr<ScanOperation> op = MakeScanOperation(
+          OperatorKind::kCumulativeSummation, input, 0, AxisDirection::kIncreasing, false);
+      ASSERT_TRUE(op.ok());
+      flag_like.push_back(*std::move(op));
+    }
+  }
+  for (int run = 0; run < 4; ++run) {
+    for (const Strategy& strategy : {Strategies()[0], Strategies()[3]}) {
+      RunAndCheck(flag_like, Strategies()[1]);  // serial: outputs only, no look-back state
+      RunAndCheck({scans[run % 2]}, strategy);
+    }
   }
 }
 
@@ -266,11 +284,14 @@ TEST(ScanPlannerTest, OneStagePerPassAndBarriersBetweenStages) {
   items[1].operation = &operations[1];
   absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items), Strategies()[3].options);
   ASSERT_TRUE(plan.ok());
-  // lookback, pack16: two stages of two jobs.
-  ASSERT_EQ(plan->dispatches.size(), 4u);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(plan->dispatches[i].barrier_after, i == 1) << i;
-  EXPECT_EQ(plan->dispatches[0].kernel, "scan.lookback/sum/f16/inc/incl/t64p4/w128");
-  EXPECT_EQ(plan->dispatches[2].kernel, "scan.pack16/f16");
+  // clear, lookback, pack16: three stages of two jobs.
+  ASSERT_EQ(plan->dispatches.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(plan->dispatches[i].barrier_after, i == 1 || i == 3) << i;
+  }
+  EXPECT_EQ(plan->dispatches[0].kernel, "scan.clear");
+  EXPECT_EQ(plan->dispatches[2].kernel, "scan.lookback/sum/f16/inc/incl/t64p4/w128");
+  EXPECT_EQ(plan->dispatches[4].kernel, "scan.pack16/f16");
 }
 
 }  // namespace

@@ -69,12 +69,6 @@ struct Dispatch {
   uint32_t groups_x = 1, groups_y = 1, groups_z = 1;
   // A UAV barrier after this dispatch: a later dispatch reads what it wrote.
   bool barrier_after = false;
-  // When >= 0, the runtime writes into constants[nonce_constant] a value in
-  // [1, kMaxNonce] that differs from the values of the 2^30 - 2 recordings
-  // before it: a kernel tags what it writes to scratch with it, so marks left
-  // in a reused scratch buffer read as stale (the scan look-back's flags).
-  int nonce_constant = -1;
-  static constexpr uint32_t kMaxNonce = (1u << 30) - 1;
 };
 
 // The read-back contents of a batch's kOutput buffers, indexed by BufferId

@@ -13,7 +13,7 @@ namespace {
 
 using dxbc::Operand;
 
-constexpr const char* kPassNames[] = {"serial", "line", "lookback", "pack16"};
+constexpr const char* kPassNames[] = {"serial", "line", "lookback", "pack16", "clear"};
 constexpr const char* kOpNames[] = {"sum", "prod"};
 constexpr const char* kFormatNames[] = {"f32", "f16", "i32", "u16", "i64"};
 
@@ -336,11 +336,10 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
     const uint32_t state_bytes = LookbackStateBytes(spec.format);
     const Operand first_thread = a.Scalar(), first_tile = a.Scalar();
     const Operand state = a.Scalar(), field = a.Scalar(), flag = a.Scalar();
-    const Operand nonce_flag = a.Scalar(), test = a.Scalar();
+    const Operand test = a.Scalar();
     a.ieq(first_thread, tid, A::l(0));
     a.ieq(first_tile, tile, A::l(0));
     a.imul(state, group, A::l(state_bytes));
-    a.ishl(nonce_flag, A::Constant(kScanConstNonce), A::l(2));
     // Writes go through atomics too (performed where every group's
     // atomics meet), and the fences sit where the whole group arrives:
     // vkd3d 1.2 turns a device-wide fence into a group control barrier,
@@ -361,8 +360,7 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
       a.endif();
       a.sync_uglobal_g_t();
       a.if_nz(first_thread);
-      a.or_(flag, nonce_flag, kind);
-      a.imm_atomic_exch(test, A::u(1).x(), state, flag);
+      a.imm_atomic_exch(test, A::u(1).x(), state, kind);
       a.endif();
     };
     // The tile's total at once, so that successors need not wait for this
@@ -391,11 +389,7 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
     a.imad(own, tid, A::l(-static_cast<int32_t>(state_bytes)), look_state);
     if (spec.polls > 0) {
       a.IfUnsignedGreaterEqual(look, tid);
-      a.imm_atomic_iadd(flag, A::u(1).x(), own, A::l(0));  // an atomic read
-      a.ushr(test, flag, A::l(2));
-      a.ieq(test, test, A::Constant(kScanConstNonce));
-      a.and_(decision, flag, A::l(3));
-      a.movc(decision, test, decision, A::l(0));
+      a.imm_atomic_iadd(decision, A::u(1).x(), own, A::l(0));  // an atomic read
       a.endif();
     }
     a.sync_uglobal_g_t();  // each field was written before its flag
@@ -464,11 +458,7 @@ void BuildTiled(KernelAssembler& a, const ScanKernelSpec& spec) {
       a.mov(decision, A::l(0));
       a.mov(polls, A::l(0));
       a.LoopWhileUnsignedLess(polls, A::l(spec.polls));
-      a.imm_atomic_iadd(flag, A::u(1).x(), look_state, A::l(0));
-      a.ushr(test, flag, A::l(2));
-      a.ieq(test, test, A::Constant(kScanConstNonce));
-      a.and_(decision, flag, A::l(3));
-      a.movc(decision, test, decision, A::l(0));
+      a.imm_atomic_iadd(decision, A::u(1).x(), look_state, A::l(0));
       a.breakc_nz(decision);
       a.iadd(polls, polls, A::l(1));
       a.endloop();
@@ -593,7 +583,25 @@ void BuildPack16(KernelAssembler& a, const ScanKernelSpec& spec) {
   a.ret();
 }
 
+// clear: thread t zeroes 16-byte slot t.
+void BuildClear(KernelAssembler& a) {
+  using A = KernelAssembler;
+  a.DeclareBindings(/*srvs=*/0, /*uavs=*/1);
+  a.dcl_input(A::vThreadGroupID().xy());
+  a.dcl_input(A::vThreadIDInGroupFlattened());
+  a.dcl_thread_group(kClearThreads, 1, 1);
+  const Operand group = a.Scalar(), slot = a.Scalar();
+  a.LinearGroupIndex(group);
+  a.imad(slot, group, A::l(kClearThreads), A::vThreadIDInGroupFlattened().x());
+  a.IfUnsignedLess(slot, A::Constant(kClearConstSlots));
+  a.ishl(slot, slot, A::l(4));
+  a.store_raw(A::u(0).xyzw(), slot, A::l(0, 0, 0, 0));
+  a.endif();
+  a.ret();
+}
+
 absl::Status Validate(const ScanKernelSpec& spec) {
+  if (spec.pass == ScanPass::kClear) return absl::OkStatus();
   if (spec.pass == ScanPass::kPack16) {
     if (spec.format != ScanFormat::kF16 && spec.format != ScanFormat::kU16) {
       return absl::InvalidArgumentError("pack16 packs f16 or u16");
@@ -650,6 +658,7 @@ uint32_t FormatBytes(ScanFormat format) {
 }
 
 std::string ScanKernelSpec::Key() const {
+  if (pass == ScanPass::kClear) return "scan.clear";
   const char* format_name = kFormatNames[static_cast<int>(format)];
   if (pass == ScanPass::kPack16) return absl::StrCat("scan.pack16/", format_name);
   std::string key =
@@ -673,7 +682,10 @@ absl::StatusOr<ScanKernelSpec> ScanKernelSpec::Parse(absl::string_view key) {
       !ParseName(parts[0], kPassNames, &spec.pass)) {
     return bad;
   }
-  if (spec.pass == ScanPass::kPack16) {
+  if (spec.pass == ScanPass::kClear) {
+    if (parts.size() != 1) return bad;
+    spec.threads = kClearThreads;
+  } else if (spec.pass == ScanPass::kPack16) {
     if (parts.size() != 2 || !ParseName(parts[1], kFormatNames, &spec.format)) return bad;
     spec.threads = kPackThreads;
   } else {
@@ -717,6 +729,9 @@ absl::StatusOr<std::vector<uint8_t>> BuildScanKernel(const ScanKernelSpec& spec)
       break;
     case ScanPass::kPack16:
       BuildPack16(a, spec);
+      break;
+    case ScanPass::kClear:
+      BuildClear(a);
       break;
     default:
       BuildTiled(a, spec);
@@ -783,6 +798,10 @@ std::vector<ScanKernelSpec> AllScanKernelSpecs() {
       }
     }
   }
+  ScanKernelSpec clear;
+  clear.pass = ScanPass::kClear;
+  clear.threads = kClearThreads;
+  specs.push_back(clear);
   for (ScanFormat f : {ScanFormat::kF16, ScanFormat::kU16}) {
     ScanKernelSpec s;
     s.pass = ScanPass::kPack16;

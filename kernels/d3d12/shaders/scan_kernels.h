@@ -16,24 +16,27 @@
 //             finds its carry-in from its predecessors' published totals or
 //             inclusive prefixes, publishes its own inclusive prefix and
 //             scans its tile. Each element is read once and written once.
+//   clear     zeroes 16-byte slots, one per thread (the look-back state)
 //   pack16    32-bit scratch -> 16-bit output, one thread per output dword
 //
 // Look-back state (u1), one slot of 4 values per tile: [flag, aggregate,
-// inclusive, unused], each the width of a compute value (4 or 8 bytes).
-// flag = nonce << 2 | 1 (aggregate written) or | 2 (inclusive written).
+// inclusive, unused], each the width of a compute value (4 or 8 bytes); flag
+// 0 (nothing yet), 1 (aggregate written) or 2 (inclusive written). `clear`
+// zeroes the state in the stage before: scratch comes from a pool and may
+// hold anything, flag-like words of earlier data included.
 // Every access is an atomic (performed at device scope: never a stale cached
 // line): a writer stores the field, fences device-wide, then stores the
 // flag; a reader reads the flag, fences, then the field. The fences are
 // group barriers with device-wide memory scope (sync_uglobal_g_t), reached
 // by the whole group: vkd3d 1.2 turns any device-wide fence into a group
-// control barrier, which thread 0 alone must not reach. The nonce (root constant kScanConstNonce,
-// written by the runtime at each recording: Dispatch::nonce_constant) makes any flag left in a
-// reused scratch buffer stale, so the buffer needs no clearing. The look-back reads a window of
-// `threads` predecessors' flags at once (one per thread) and folds their aggregates up to the
-// nearest inclusive prefix, so a group behind many running ones walks back `threads` tiles per
-// step. A predecessor that has published nothing is polled `polls` times; if it stays silent the
-// group reduces that tile from the input itself and goes on: the kernel makes progress whatever
-// order the device runs groups in (no group ever waits for one that may not have started).
+// control barrier, which thread 0 alone must not reach.
+// The look-back reads a window of `threads` predecessors' flags at once (one
+// per thread) and folds their aggregates up to the nearest inclusive prefix,
+// so a group behind many running ones walks back `threads` tiles per step. A
+// predecessor that has published nothing is polled `polls` times; if it
+// stays silent the group reduces that tile from the input itself and goes
+// on: the kernel makes progress whatever order the device runs groups in (no
+// group ever waits for one that may not have started).
 //
 // 16-bit types are scanned into a 32-bit-per-element scratch buffer (FLOAT16
 // accumulates in float32, UINT16 products in uint32) and packed by pack16, so
@@ -50,7 +53,7 @@
 
 namespace dmlserve::d3d12 {
 
-enum class ScanPass : uint8_t { kSerial, kLine, kLookback, kPack16 };
+enum class ScanPass : uint8_t { kSerial, kLine, kLookback, kPack16, kClear };
 enum class ScanOp : uint8_t { kSum, kProduct };
 // Element formats as stored. Signedness does not matter to wrapping sums and
 // products, so INT32/UINT32 share i32 and INT64/UINT64 share i64.
@@ -65,8 +68,8 @@ inline constexpr int kScanConstAxis = 0;   // elements per line
 inline constexpr int kScanConstInner = 1;  // stride between a line's elements
 inline constexpr int kScanConstLines = 2;  // outer * inner
 inline constexpr int kScanConstTiles = 3;  // tiles per line (lookback)
-inline constexpr int kScanConstNonce = 4;  // lookback: the recording's nonce
 inline constexpr int kPackConstCount = 0;  // pack16: elements
+inline constexpr int kClearConstSlots = 0;  // clear: 16-byte slots
 
 struct ScanKernelSpec {
   ScanPass pass = ScanPass::kSerial;
@@ -83,7 +86,8 @@ struct ScanKernelSpec {
 
   uint32_t tile() const { return threads * per_thread; }
   // "scan.line/sum/f16/dec/excl/t256p4" etc.; lookback adds the polls
-  // ("scan.lookback/sum/f32/inc/incl/t64p64/w128"); "scan.pack16/f16".
+  // ("scan.lookback/sum/f32/inc/incl/t64p64/w128"); "scan.pack16/f16";
+  // "scan.clear".
   std::string Key() const;
   static absl::StatusOr<ScanKernelSpec> Parse(absl::string_view key);
   bool operator==(const ScanKernelSpec& o) const { return Key() == o.Key(); }
@@ -101,6 +105,7 @@ struct ScanTileShape {
 };
 inline constexpr uint32_t kSerialThreads = 64;
 inline constexpr uint32_t kPackThreads = 64;
+inline constexpr uint32_t kClearThreads = 64;
 const std::vector<ScanTileShape>& ScanTileShapes();
 // Indices into ScanTileShapes(): the line pass takes the short shape for
 // lines of at most one short tile, else the long one; lookback its own.

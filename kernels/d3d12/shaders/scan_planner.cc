@@ -125,11 +125,19 @@ absl::Status PlanScan(WorkItem* item, const ScanPlannerOptions& options, PlanBui
     } else {
       // Single pass: one group per (line, tile), each with a slot of
       // look-back state (a tile holds at least 256 elements: far within
-      // the 32-bit limit checked above).
+      // the 32-bit limit checked above), zeroed by `clear` a stage before.
       const uint64_t groups = uint64_t{lines} * tiles;
-      d.uavs[1].buffer =
-          builder.AddDeviceBuffer(BufferKind::kScratch, groups * LookbackStateBytes(spec.format));
-      d.nonce_constant = kScanConstNonce;
+      const uint64_t state_bytes = groups * LookbackStateBytes(spec.format);
+      const BufferId state = builder.AddDeviceBuffer(BufferKind::kScratch, state_bytes);
+      ScanKernelSpec clear_spec;
+      clear_spec.pass = ScanPass::kClear;
+      Dispatch clear;
+      clear.kernel = clear_spec.Key();
+      clear.constants[kClearConstSlots] = static_cast<uint32_t>(state_bytes / 16);
+      clear.uavs[0].buffer = state;
+      SetGroupCount(clear, CeilDiv(state_bytes / 16, kClearThreads));
+      builder.AddDispatch(stage++, std::move(clear));
+      d.uavs[1].buffer = state;
       SetGroupCount(d, groups);
     }
     builder.AddDispatch(stage++, std::move(d));

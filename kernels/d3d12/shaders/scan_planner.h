@@ -6,8 +6,9 @@
 //   axis <= serial_max_axis, or a strided     serial: one thread per line
 //     axis with many lines
 //   tiles <= line_max_tiles or many lines     line: one group per line
-//   otherwise                                 lookback: one group per tile,
-//                                             single pass
+//   otherwise                                 clear (the look-back state),
+//                                             then lookback: one group per
+//                                             tile, single pass
 // followed, for FLOAT16 and UINT16, by pack16 from the 32-bit scratch.
 
 #include <cstdint>

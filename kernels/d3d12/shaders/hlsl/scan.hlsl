@@ -4,7 +4,7 @@
 //
 // Specialisation (the kernel key "scan.<PASS>/<op>/<format>/<dir>/<excl>/t<T>p<P>",
 // LOOKBACK adds "/w<POLLS>"):
-//   PASS       SERIAL | LINE | LOOKBACK | PACK16
+//   PASS       SERIAL | LINE | LOOKBACK | PACK16 | CLEAR
 //   PRODUCT    0: sum, 1: product
 //   FORMAT     F32 | F16 | I32 | U16 | I64   (input format; output is the
 //              wide format: F16 -> float32, U16 -> uint32, others unchanged)
@@ -19,16 +19,15 @@
 ByteAddressBuffer Input : register(t0);
 RWByteAddressBuffer Output : register(u0);
 // LOOKBACK: per (line, tile) slot of 4 values [flag, aggregate, inclusive, -],
-// flag = nonce << 2 | 1 (aggregate) or | 2 (inclusive). Atomics only.
+// flag 0 (nothing), 1 (aggregate) or 2 (inclusive); zeroed by CLEAR in the
+// stage before. Atomics only.
 RWByteAddressBuffer State : register(u1);
 cbuffer Root : register(b0) {
   uint axis;    // c0: elements per line      (PACK16: element count)
   uint inner;   // c1: stride between a line's elements
   uint lines;   // c2: outer * inner
   uint tiles;   // c3: tiles per line
-  uint nonce;   // c4: LOOKBACK: this recording's nonce (the runtime writes it)
-  uint3 unused0;
-  uint4 unused1;
+  uint4 unused[2];
   uint pad0, pad1;
   uint groups_x;     // c14: the dispatch is a 2-D grid of groups_x columns
   uint group_count;  // c15
@@ -113,6 +112,12 @@ void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
 #endif
   Output.Store(w * 4, lo | (hi << 16));  // one thread per output dword
 }
+#elif PASS == CLEAR
+[numthreads(64, 1, 1)]
+void main(uint3 gid : SV_GroupID, uint tid : SV_GroupIndex) {
+  uint slot = (gid.y * groups_x + gid.x) * 64 + tid;
+  if (slot < axis) Output.Store4(slot * 16, uint4(0, 0, 0, 0));  // c0: 16-byte slots
+}
 #else  // LINE, LOOKBACK
 groupshared Value partial[THREADS];
 groupshared uint window[THREADS];
@@ -154,13 +159,13 @@ void Publish(uint slot, uint kind, Value v, uint tid) {
   if (tid == 0) AtomicWrite(slot + kind * kValueBytes, v);
   DeviceMemoryBarrierWithGroupSync();
   uint old;
-  if (tid == 0) State.InterlockedExchange(slot, (nonce << 2) | kind, old);
+  if (tid == 0) State.InterlockedExchange(slot, kind, old);
 }
 
 uint ReadFlag(uint slot) {
   uint flag;
   State.InterlockedAdd(slot, 0, flag);
-  return (flag >> 2) == nonce ? (flag & 3) : 0;  // a stale nonce: nothing published
+  return flag;
 }
 #endif
 
