@@ -64,11 +64,11 @@ ScanFormat WideFormat(ScanFormat format);
 uint32_t FormatBytes(ScanFormat format);
 
 // Root constants of the scan passes (plus kConstGroupsX/kConstGroupCount).
-inline constexpr int kScanConstAxis = 0;   // elements per line
-inline constexpr int kScanConstInner = 1;  // stride between a line's elements
-inline constexpr int kScanConstLines = 2;  // outer * inner
-inline constexpr int kScanConstTiles = 3;  // tiles per line (lookback)
-inline constexpr int kPackConstCount = 0;  // pack16: elements
+inline constexpr int kScanConstAxis = 0;    // elements per line
+inline constexpr int kScanConstInner = 1;   // stride between a line's elements
+inline constexpr int kScanConstLines = 2;   // outer * inner
+inline constexpr int kScanConstTiles = 3;   // tiles per line (lookback)
+inline constexpr int kPackConstCount = 0;   // pack16: elements
 inline constexpr int kClearConstSlots = 0;  // clear: 16-byte slots
 
 struct ScanKernelSpec {
