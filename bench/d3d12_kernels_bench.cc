@@ -120,7 +120,7 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_64x4096_axis1, kSum, DataType:
                          {64, 4096}, 1);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_64x4096_axis0, kSum, DataType::kFloat32,
                          {64, 4096}, 0);
-// One line of 1M elements: the reduce-then-scan (multi-pass) strategy.
+// One line of 1M elements: the single-pass look-back (clear, then lookback).
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumsum_f32_1M_axis0, kSum, DataType::kFloat32, {1 << 20}, 0)
     ->Unit(benchmark::kMillisecond);
 DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, cumprod_f32_64x4096_axis1, kProduct, DataType::kFloat32,
