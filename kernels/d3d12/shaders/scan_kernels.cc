@@ -271,6 +271,14 @@ void EmitLookBack(KernelAssembler& a, ScanCodegen& c, const ScanKernelSpec& spec
       a.imm_atomic_exch(test, A::u(1).x(), field, A::r(value).y());
     }
   };
+  // value = the published field at `address` (atomic reads).
+  auto atomic_load = [&](uint32_t value, const Operand& address) {
+    a.imm_atomic_iadd(A::r(value).x(), A::u(1).x(), address, A::l(0));
+    if (bytes == 8) {
+      a.iadd(field, address, A::l(4));
+      a.imm_atomic_iadd(A::r(value).y(), A::u(1).x(), field, A::l(0));
+    }
+  };
   // Publishes `value` in field `kind` (1 aggregate, 2 inclusive) of this
   // tile's slot: the field, a device-wide fence, then the flag.
   auto publish = [&](uint32_t value, const Operand& kind) {
@@ -315,11 +323,7 @@ void EmitLookBack(KernelAssembler& a, ScanCodegen& c, const ScanKernelSpec& spec
   a.sync_uglobal_g_t();  // each field was written before its flag
   a.if_nz(decision);
   a.imad(field, decision, A::l(bytes), own);
-  a.imm_atomic_iadd(A::r(found).x(), A::u(1).x(), field, A::l(0));
-  if (bytes == 8) {
-    a.iadd(field, field, A::l(4));
-    a.imm_atomic_iadd(A::r(found).y(), A::u(1).x(), field, A::l(0));
-  }
+  atomic_load(found, field);
   c.StoreShared(f.slot, found);
   a.endif();
   a.imad(field, f.tid, A::l(4), A::l(f.window));
@@ -389,11 +393,7 @@ void EmitLookBack(KernelAssembler& a, ScanCodegen& c, const ScanKernelSpec& spec
     a.if_nz(decision);
     a.if_nz(first_thread);
     a.imad(field, decision, A::l(bytes), look_state);
-    a.imm_atomic_iadd(A::r(found).x(), A::u(1).x(), field, A::l(0));
-    if (bytes == 8) {
-      a.iadd(field, field, A::l(4));
-      a.imm_atomic_iadd(A::r(found).y(), A::u(1).x(), field, A::l(0));
-    }
+    atomic_load(found, field);
     c.StoreShared(A::l(f.mailbox + 8), found);
     a.endif();
     a.sync_g_t();
