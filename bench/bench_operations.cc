@@ -152,10 +152,16 @@ Operation MakeQGemm(const QGemmCase& c) {
           static_cast<uint8_t>((static_cast<int8_t>(t.b.data()[i]) >> 1) + shift);
     }
   }
-  if (c.registered_b) t.b.set_registered_id("bench-weights");
   const Shape b_quantization = c.per_column ? Shape{1, 1, 1, c.n} : Shape{1, 1, 1, 1};
   t.b_scale = Floats(b_quantization, 0.005f, 0.01f);
   t.b_zero_point = Filled(c.b_type, b_quantization, 1);
+  if (c.registered_b) {
+    t.b.set_registered_id(kQGemmRegisteredIds[0]);
+    if (c.per_column) {
+      t.b_scale.set_registered_id(kQGemmRegisteredIds[1]);
+      t.b_zero_point.set_registered_id(kQGemmRegisteredIds[2]);
+    }
+  }
   // Random operands give |acc| around 128 * 128 * sqrt(K / 3): an output
   // scale that maps that to ~50 output steps keeps outputs spread out.
   const float typical = 0.02f * 0.0075f * 16384.0f * std::sqrt(c.k / 3.0f);

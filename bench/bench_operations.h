@@ -44,6 +44,11 @@ struct QGemmCase {
   // and B {1, b_channel, k, n} when either is not 1.
   uint32_t a_batch = 1, b_channel = 1;
 };
+// The ids MakeQGemm gives a registered B and, with per-column parameters,
+// B's scale and zero point (registered with it, as a user who registers
+// weights would): what to evict after a benchmark.
+inline constexpr const char* kQGemmRegisteredIds[] = {"bench-weights", "bench-weights-scale",
+                                                      "bench-weights-zp"};
 Operation MakeQGemm(const QGemmCase& c);
 
 // Page faults and resident memory of the whole process around a benchmark's

@@ -1,6 +1,10 @@
 #include "kernels/d3d12/resident_tensors.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace dmlserve::d3d12 {
 
@@ -10,8 +14,14 @@ ResidentTensors::~ResidentTensors() {
 }
 
 bool ResidentTensors::KeyBelongsTo(absl::string_view key, absl::string_view id) {
-  if (key.size() < id.size() || key.substr(0, id.size()) != id) return false;
-  return key.size() == id.size() || key[id.size()] == '/';
+  // "owner/form other-owner ...": ids have no spaces, so the first word is
+  // the owner's key and each further word another owner's id.
+  std::vector<absl::string_view> words = absl::StrSplit(key, ' ');
+  const absl::string_view first = words[0];
+  if (first.substr(0, id.size()) == id && (first.size() == id.size() || first[id.size()] == '/')) {
+    return true;
+  }
+  return std::find(words.begin() + 1, words.end(), id) != words.end();
 }
 
 std::shared_ptr<const PooledBuffer> ResidentTensors::MakeShared(PooledBuffer buffer) {
@@ -85,13 +95,9 @@ void ResidentTensors::Abandoned(const std::string& key) {
 
 bool ResidentTensors::IsResident(absl::string_view id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = entries_.lower_bound(id); it != entries_.end(); ++it) {
-    if (!KeyBelongsTo(it->first, id)) {
-      // Keys of `id` sort right after it, but "id-x" sorts before "id/x".
-      if (absl::string_view(it->first).substr(0, id.size()) != id) break;
-      continue;
-    }
-    if (it->second.ready) return true;
+  // Every key is looked at: a form can belong to `id` as its second owner.
+  for (const auto& [key, entry] : entries_) {
+    if (entry.ready && KeyBelongsTo(key, id)) return true;
   }
   return false;
 }
@@ -100,8 +106,7 @@ void ResidentTensors::Evict(absl::string_view id) {
   std::vector<std::shared_ptr<const PooledBuffer>> dropped;  // released outside the lock
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = entries_.lower_bound(id); it != entries_.end();) {
-      if (absl::string_view(it->first).substr(0, id.size()) != id) break;
+    for (auto it = entries_.begin(); it != entries_.end();) {
       if (!KeyBelongsTo(it->first, id)) {
         ++it;
       } else if (!it->second.ready) {

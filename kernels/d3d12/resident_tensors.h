@@ -6,7 +6,9 @@
 //
 // Keys are a plan's BufferSpec::resident_key: the registered tensor's id,
 // then optionally "/" and the name of a derived form ("w1", "w1/qmm-b-packed").
-// Evicting an id drops every form of it.
+// A form derived from several registered tensors names the others after its
+// key, each after a space (ids have none): "s1/qmm-columns z1" belongs to s1
+// and to z1. Evicting an id drops every form that belongs to it.
 //
 // A batch that finds a form missing becomes its uploader: it records the
 // upload and, once its fence completes, calls Uploaded() (or Abandoned() if

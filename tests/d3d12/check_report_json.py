@@ -22,7 +22,7 @@ KEYS = [
 ]
 MATMUL_CASES = [
     "matmul_4096x4096x4096", "matmul_256x4096x4096", "matmul_16x4096x4096",
-    "matmul_1x4096x4096", "matmul_64x256x256"
+    "matmul_1x4096x4096", "matmul_1x4096x4096_resident_b", "matmul_64x256x256"
 ]
 SCAN_CASES = ["scan_last_axis_f32_16777216", "scan_strided_f32_4096x4096_axis0"]
 

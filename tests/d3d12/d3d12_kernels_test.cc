@@ -92,6 +92,15 @@ class D3D12KernelsTest : public ::testing::Test {
 };
 
 Device* D3D12KernelsTest::d3d12_ = nullptr;
+
+// FLOAT32 scales of `sizes`, each in [0.002, 0.05).
+Tensor RandomScales(reference::RandomOperationGenerator& generator, const Shape& sizes) {
+  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
+  Tensor t = Tensor::Allocate(DataType::kFloat32, sizes);
+  float* values = t.mutable_data_as<float>();
+  for (uint64_t i = 0; i < t.element_count(); ++i) values[i] = scale(generator.rng());
+  return t;
+}
 Device* D3D12KernelsTest::cpu_ = nullptr;
 
 TEST_F(D3D12KernelsTest, EveryConformanceCaseExactly) {
@@ -185,13 +194,7 @@ TEST_F(D3D12KernelsTest, RandomMatMulsMatchTheCpuBackend) {
 // points: the random generator keeps matrices smaller than one tile.
 TEST_F(D3D12KernelsTest, MatMulsAcrossTileBoundariesMatchTheCpuBackend) {
   reference::RandomOperationGenerator generator(20261122);
-  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
-  auto scales = [&](const Shape& sizes) {
-    Tensor t = Tensor::Allocate(DataType::kFloat32, sizes);
-    float* values = t.mutable_data_as<float>();
-    for (uint64_t i = 0; i < t.element_count(); ++i) values[i] = scale(generator.rng());
-    return t;
-  };
+  auto scales = [&](const Shape& sizes) { return RandomScales(generator, sizes); };
   constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
   for (uint32_t m : {1u, 63u, 64u, 65u}) {
     for (uint32_t n : {1u, 63u, 65u, 130u}) {
@@ -235,6 +238,79 @@ TEST_F(D3D12KernelsTest, RegisteredWeightsStayResident) {
       << "the second batch re-uploaded the registered weights";
   device->Evict("resident-test-weights");
   EXPECT_FALSE(device->IsResident("resident-test-weights"));
+}
+
+// Per-column B parameters that come from registered tensors stay on the
+// device beside the packed B (uploaded once), also when the zero point is a
+// second registered tensor; evicting either tensor drops them, and the next
+// batch uploads what it brings (a tensor registered anew under the id, with
+// other values). Parameters sent inline are uploaded with every batch.
+TEST_F(D3D12KernelsTest, RegisteredColumnParametersStayResident) {
+  ASSERT_NE(d3d12_, nullptr);
+  auto* device = dynamic_cast<d3d12::D3D12Device*>(d3d12_);
+  ASSERT_NE(device, nullptr);
+  constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+  reference::RandomOperationGenerator generator(77);
+  const uint32_t m = 3, k = 40, n = 70;
+  QuantizedMatMulTensors t;
+  t.a = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, m, k});
+  t.a_scale = RandomScales(generator, {1, 1, 1, 1});
+  t.b = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, k, n});
+  t.b_scale = RandomScales(generator, {1, 1, 1, n});
+  t.b_zero_point = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, 1, n});
+  t.output_scale = RandomScales(generator, {1, 1, 1, 1});
+  absl::StatusOr<QuantizedMatMulOperation> made =
+      MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+  ASSERT_TRUE(made.ok()) << made.status();
+  QuantizedMatMulOperation op = *std::move(made);
+  op.b.set_registered_id("columns-test-b");
+  op.b_scale.set_registered_id("columns-test-scale");
+  op.b_zero_point.set_registered_id("columns-test-zp");
+  auto uploads = [&] { return device->runtime().stats().resident_uploads; };
+  auto next_a = [&](QuantizedMatMulOperation& o) {
+    o.a = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, m, k});
+  };
+
+  const uint64_t start = uploads();
+  CompareWithCpu({op}, "first batch");
+  EXPECT_EQ(uploads(), start + 2) << "packed B and the column parameters";
+  EXPECT_TRUE(device->IsResident("columns-test-scale"));
+  EXPECT_TRUE(device->IsResident("columns-test-zp"));
+  next_a(op);
+  CompareWithCpu({op}, "second batch");
+  EXPECT_EQ(uploads(), start + 2) << "the second batch re-uploaded resident parameters";
+
+  // Each parameter tensor unregistered, then registered anew with other
+  // values: a stale resident copy would give wrong results.
+  for (const char* id : {"columns-test-zp", "columns-test-scale"}) {
+    SCOPED_TRACE(id);
+    const uint64_t before = uploads();
+    device->Evict(id);
+    EXPECT_FALSE(device->IsResident(id));
+    EXPECT_TRUE(device->IsResident("columns-test-b"));
+    if (std::string(id) == "columns-test-zp") {
+      op.b_zero_point = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, 1, n});
+      op.b_zero_point.set_registered_id(id);
+    } else {
+      op.b_scale = RandomScales(generator, {1, 1, 1, n});
+      op.b_scale.set_registered_id(id);
+    }
+    next_a(op);
+    CompareWithCpu({op}, "after re-registering");
+    EXPECT_EQ(uploads(), before + 1) << "the column parameters only";
+  }
+
+  // A per-column zero point sent with the request: never resident.
+  const uint64_t before_inline = uploads();
+  for (int i = 0; i < 2; ++i) {
+    op.b_zero_point = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, 1, n});
+    next_a(op);
+    CompareWithCpu({op}, "inline zero point " + std::to_string(i));
+  }
+  EXPECT_EQ(uploads(), before_inline);
+  for (const char* id : {"columns-test-b", "columns-test-scale", "columns-test-zp"}) {
+    device->Evict(id);
+  }
 }
 
 // Valid scales whose product a_scale * b_scale over- or underflows float32

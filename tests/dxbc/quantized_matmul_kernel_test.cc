@@ -211,12 +211,11 @@ TEST(QuantizedMatMulKernelTest, BroadcastSlices) {
   RunAndCheck(operations);
 }
 
-// Jobs sharing B run as one product with stacked A rows; a registered B is
-// a resident buffer.
 // A {batches, 1, 1, K} x B {1, channels, K, N}: every batch of A with every
 // channel of B, planned as ONE product of batches x (channels * N) (qmm.rows
 // for few batches, qmm.gemm for many), not a dispatch of batches x channels
-// slices; per-column B parameters repeat for each channel.
+// slices; per-column B parameters repeat for each channel. B is packed with
+// its channels side by side, by qmm.packb or on the host.
 TEST(QuantizedMatMulKernelTest, OuterProductsOfSlicesAreOneProduct) {
   std::mt19937_64 rng(9);
   std::vector<Operation> operations;
@@ -242,13 +241,22 @@ TEST(QuantizedMatMulKernelTest, OuterProductsOfSlicesAreOneProduct) {
     item.operation = &operation;
     absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(&item, 1));
     ASSERT_TRUE(plan.ok()) << plan.status();
-    // One product (and its split-K reduction), whatever the slice count.
-    ASSERT_LE(plan->dispatches.size(), 2u);
-    EXPECT_EQ(plan->dispatches[0].constants[kQmmConstChannels], 1u);
+    // B packed on the device in the outer product's layout, then one product
+    // (and its split-K reduction), whatever the slice count.
+    ASSERT_GE(plan->dispatches.size(), 2u);
+    ASSERT_LE(plan->dispatches.size(), 3u);
+    EXPECT_EQ(plan->dispatches[0].kernel, QuantizedMatMulPackSpec::kKey);
+    EXPECT_EQ(plan->dispatches[0].constants[kQmmConstPackOuter], 1u);
+    EXPECT_EQ(plan->dispatches[1].constants[kQmmConstChannels], 1u);
   }
   RunAndCheck(operations);
+  PlannerOptions on_host;
+  on_host.quantized_matmul.pack_b_on_device = false;
+  RunAndCheck(operations, on_host);
 }
 
+// Jobs sharing B run as one product with stacked A rows; a registered B is
+// a resident buffer.
 TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   std::mt19937_64 rng(8);
   Tensor b = RandomBytes(DataType::kInt8, {1, 1, 45, 19}, rng);
@@ -320,11 +328,57 @@ TEST(QuantizedMatMulKernelTest, RowParametersAreSharedWhenEveryRowHasTheSame) {
   }
 }
 
+// Per-tensor b_scale and b_zero_point: every column reads one 8-byte entry
+// (kQmmConstColumnParamBytes 0) instead of N of them, in every kernel that
+// reads them: qmm.packb (the zero point pads K past the last oct), qmm.rows,
+// qmm.gemm, qmm.reduce, and an outer product of slices. Per-column
+// parameters keep an entry per column.
+TEST(QuantizedMatMulKernelTest, ColumnParametersAreOneEntryWhenEveryColumnHasTheSame) {
+  std::mt19937_64 rng(21);
+  // a slices, b slices, M, K, N: qmm.rows, qmm.gemm, split-K, an outer product.
+  const uint32_t shapes[][5] = {
+      {1, 1, 3, 13, 300}, {1, 1, 70, 21, 130}, {1, 1, 65, 600, 9}, {4, 3, 1, 13, 10}};
+  for (const bool per_tensor : {true, false}) {
+    for (const auto& s : shapes) {
+      const uint32_t a_slices = s[0], b_slices = s[1], m = s[2], k = s[3], n = s[4];
+      SCOPED_TRACE(::testing::Message() << (per_tensor ? "per-tensor" : "per-column") << " M=" << m
+                                        << " K=" << k << " N=" << n);
+      QuantizedMatMulTensors t;
+      t.a = RandomBytes(DataType::kUint8, {a_slices, 1, m, k}, rng);
+      t.a_scale = Floats({1, 1, 1, 1}, rng, 0.01f, 0.05f);
+      t.a_zero_point = RandomBytes(DataType::kUint8, {1, 1, 1, 1}, rng);
+      t.b = RandomBytes(DataType::kInt8, {1, b_slices, k, n}, rng);
+      const Shape column_shape = per_tensor ? Shape{1, 1, 1, 1} : Shape{1, 1, 1, n};
+      t.b_scale = Floats(column_shape, rng, 0.01f, 0.05f);
+      t.b_zero_point = RandomBytes(DataType::kInt8, column_shape, rng);
+      t.output_scale = Floats({1, 1, 1, 1}, rng, 0.05f, 0.5f);
+      t.output_zero_point = RandomBytes(DataType::kInt8, {1, 1, 1, 1}, rng);
+      absl::StatusOr<QuantizedMatMulOperation> op =
+          MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+      ASSERT_TRUE(op.ok()) << op.status();
+      std::vector<Operation> operations = {*std::move(op)};
+      std::vector<WorkItem> items(1);
+      items[0].operation = &operations[0];
+      absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      for (const Dispatch& d : plan->dispatches) {
+        SCOPED_TRACE(d.kernel);
+        const int slot = d.kernel == QuantizedMatMulPackSpec::kKey ? 1 : 3;
+        EXPECT_EQ(d.constants[kQmmConstColumnParamBytes], per_tensor ? 0u : 8u);
+        EXPECT_EQ(plan->buffers[d.srvs[slot].buffer].size_bytes,
+                  per_tensor ? 8u : 8u * b_slices * n);
+      }
+      RunAndCheck(operations);
+    }
+  }
+}
+
 // A request's own B is uploaded as it is and packed on the device by
 // qmm.packb in a stage of its own (a registered B is packed once on the
 // host and stays resident: JobsSharingBAreFusedIntoOneDispatch). Both
 // packings give the reference's results, for every type, K past a whole
-// oct (the zero point pads) and B with slices.
+// oct (the zero point pads) and B with slices (outer products:
+// OuterProductsOfSlicesAreOneProduct).
 TEST(QuantizedMatMulKernelTest, RequestBIsPackedOnTheDevice) {
   std::mt19937_64 rng(12);
   std::vector<Operation> operations;

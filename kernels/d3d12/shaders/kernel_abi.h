@@ -4,7 +4,7 @@
 // The binding model every dmlserve compute kernel shares, and kernel identity.
 //
 // Root signature (one for all kernels, parameter order fixed):
-//   0: kRootConstantCount 32-bit root constants, register b0 (cb0[0..3])
+//   0: kRootConstantCount 32-bit root constants, register b0 (cb0[0..4])
 //   1..kSrvCount:       root SRV, raw buffer, t0..t3
 //   1+kSrvCount..:      root UAV, raw buffer, u0..u1
 
@@ -17,7 +17,9 @@
 
 namespace dmlserve::d3d12 {
 
-inline constexpr int kRootConstantCount = 16;
+// 14 and 15 are the group grid's (kernel_assembler.h); kernels' own
+// constants are 0..13 and 16..19.
+inline constexpr int kRootConstantCount = 20;
 inline constexpr int kSrvCount = 4;
 inline constexpr int kUavCount = 2;
 

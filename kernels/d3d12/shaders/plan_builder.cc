@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "kernels/core/check.h"
 #include "kernels/d3d12/shaders/kernel_assembler.h"
 
 namespace dmlserve::d3d12 {
@@ -54,6 +55,9 @@ BufferId PlanBuilder::AddDeviceBuffer(BufferKind kind, uint64_t size_bytes) {
 }
 
 void PlanBuilder::AddDispatch(int stage, Dispatch dispatch) {
+  DMLSERVE_DCHECK(dispatch.constants[kConstGroupsX] == dispatch.groups_x);
+  DMLSERVE_DCHECK(dispatch.constants[kConstGroupCount] >
+                  (dispatch.groups_y - 1) * dispatch.groups_x);
   if (stages_.size() <= static_cast<size_t>(stage)) stages_.resize(stage + 1);
   stages_[stage].push_back(std::move(dispatch));
 }

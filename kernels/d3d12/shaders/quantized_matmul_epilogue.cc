@@ -71,7 +71,7 @@ void EmitColumnScales(KernelAssembler& a, const Operand& column0, const Operand&
   for (uint32_t j = 0; j < 4; ++j) {
     a.iadd(column, column0, A::l(j));
     a.IfUnsignedLess(column, C(kQmmConstColumns));
-    a.ishl(address, column, A::l(3));
+    a.imul(address, column, C(kQmmConstColumnParamBytes));
     a.ld_raw(params.x(), address, A::t(3));
     a.mov(scale.sel(std::string(1, "xyzw"[j])), params.x());
     a.endif();

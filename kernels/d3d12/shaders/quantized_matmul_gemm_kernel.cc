@@ -147,7 +147,7 @@ class GemmBuilder {
     a_.ld_raw(params.x(), address, A::t(2));
     a_.mov(a_zp_, params.x());
     a_.iadd(address, n0_, b_r);
-    a_.imad(address, address, A::l(8), A::l(4));
+    a_.imad(address, address, C(kQmmConstColumnParamBytes), A::l(4));
     a_.ld_raw(params.x(), address, A::t(3));
     a_.mov(b_zp_, params.x());
 

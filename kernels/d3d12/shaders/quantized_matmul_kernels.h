@@ -39,7 +39,8 @@
 //       point (it centres to 0)
 //   t2  row params, 4 dwords per output row: a_scale, output_scale (float
 //       bits), a_zp, output_zp (int32)
-//   t3  column params, 2 dwords per column: b_scale (float bits), b_zp
+//   t3  column params, 2 dwords per column: b_scale (float bits), b_zp;
+//       one entry for every column when kQmmConstColumnParamBytes is 0
 //   u0  output: rows of N4 = ceil(N/4) words, 4 int8/uint8 per word (each
 //       thread writes whole words; the finisher drops the padding); or, for
 //       split-K, the int32 partials
@@ -74,6 +75,14 @@ inline constexpr int kQmmConstRowParamBytes = 12;
 // number of splits (qmm.reduce).
 inline constexpr int kQmmConstSplitOcts = 13;
 inline constexpr int kQmmConstSplits = 13;
+// Bytes between columns' parameter entries (t3): 8, or 0 when every column
+// shares one entry (per-tensor b_scale and b_zero_point), so B's parameters
+// are one 8-byte entry rather than N of them.
+// (14 and 15 hold the group grid: kernel_assembler.h.)
+inline constexpr int kQmmConstColumnParamBytes = 16;
+// qmm.packb: 1 when it packs an outer product's B (KO blocks of slices x N
+// columns, column slice * N + n), 0 for per-slice blocks of N columns.
+inline constexpr int kQmmConstPackOuter = 17;
 
 // Output of a qmm.gemm kernel: requantized int8/uint8, or int32 split-K
 // partial sums for qmm.reduce.
@@ -146,8 +155,9 @@ struct QuantizedMatMulReduceSpec {
 // [N] bytes, t0) into the octs layout above (u0), on the device rather than
 // the host: one thread per oct, zero points (t1, the column parameters) past
 // K. Constants: kQmmConstDepth K, kQmmConstDepthOcts KO, kQmmConstColumns N,
-// kQmmConstChannels the slices. A registered B is packed once on the host
-// and stays resident instead.
+// kQmmConstChannels the slices, kQmmConstPackOuter the layout (per slice,
+// or an outer product's). A registered B is packed once on the host and
+// stays resident instead.
 struct QuantizedMatMulPackSpec {
   static constexpr uint32_t kThreads = 64;
   static constexpr const char* kKey = "qmm.packb";

@@ -14,10 +14,11 @@ using dxbc::Operand;
 
 Operand C(int i) { return KernelAssembler::Constant(i); }
 
-// Thread t writes oct t = (slice * KO + o) * N + n: bytes k = 8o .. 8o + 7 of
-// column n, B[slice][k][n] (a dword load and a byte extract each: the 64
-// threads of a group read 64 consecutive bytes of one row at a time), or the
-// column's zero point past K.
+// Thread t writes oct t = (slice * KO + o) * N + n (an outer product's:
+// (o * slices + slice) * N + n): bytes k = 8o .. 8o + 7 of column n,
+// B[slice][k][n] (a dword load and a byte extract each: the 64 threads of a
+// group read 64 consecutive bytes of one row at a time), or the column's
+// zero point past K.
 void BuildPackB(KernelAssembler& a) {
   using A = KernelAssembler;
   a.DeclareBindings(/*srvs=*/2, /*uavs=*/1);
@@ -31,14 +32,20 @@ void BuildPackB(KernelAssembler& a) {
   a.imul(octs, octs, C(kQmmConstChannels));  // slices
   a.IfUnsignedLess(index, octs);
   const Operand rest = a.Scalar(), n = a.Scalar(), slice = a.Scalar(), o = a.Scalar();
+  const Operand inner = a.Scalar(), quotient = a.Scalar(), remainder = a.Scalar();
   a.udiv(rest, n, index, C(kQmmConstColumns));
-  a.udiv(slice, o, rest, C(kQmmConstDepthOcts));
+  // rest = outer-major pair: (slice, o) per slice, (o, slice) for an outer
+  // product.
+  a.movc(inner, C(kQmmConstPackOuter), C(kQmmConstChannels), C(kQmmConstDepthOcts));
+  a.udiv(quotient, remainder, rest, inner);
+  a.movc(slice, C(kQmmConstPackOuter), remainder, quotient);
+  a.movc(o, C(kQmmConstPackOuter), quotient, remainder);
   // Source byte of (k = 8o, n): (slice * K + 8o) * N + n.
   const Operand k = a.Scalar(), source = a.Scalar(), zp = a.Scalar(), address = a.Scalar();
   a.ishl(k, o, A::l(3));
   a.imad(source, slice, C(kQmmConstDepth), k);
   a.imad(source, source, C(kQmmConstColumns), n);
-  a.imad(address, n, A::l(8), A::l(4));
+  a.imad(address, n, C(kQmmConstColumnParamBytes), A::l(4));
   a.ld_raw(zp, address, A::t(1));  // the column's zero point (low byte)
   a.and_(zp, zp, A::l(0xff));
   const Operand packed = A::r(a.NewTemp()), word = a.Scalar(), shift = a.Scalar(),

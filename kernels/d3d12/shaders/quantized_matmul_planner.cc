@@ -92,33 +92,37 @@ std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
   return packed;
 }
 
-// Host copies of packed registered weights, so a batch that finds them
-// resident on the device does not repack. Entries hold the original bytes
-// too, so their address cannot be reused by another tensor while cached.
-class PackedWeightCache {
+// Host copies of derived forms of registered tensors (packed weights, column
+// parameters), so a batch that finds them resident on the device does not
+// make them again. Entries hold the tensors they come from too, so that
+// their addresses cannot be reused by other tensors while cached.
+class DerivedFormCache {
  public:
-  static PackedWeightCache& Get() {
-    static PackedWeightCache* cache = new PackedWeightCache();
+  using Sources = std::vector<std::shared_ptr<Buffer>>;
+
+  static DerivedFormCache& Get() {
+    static DerivedFormCache* cache = new DerivedFormCache();
     return *cache;
   }
 
-  std::shared_ptr<const Buffer> Find(const std::string& id, const std::shared_ptr<Buffer>& bytes) {
+  std::shared_ptr<const Buffer> Find(const std::string& key, const Sources& sources) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->id == id && it->original == bytes) {
+      if (it->key == key && it->sources == sources) {
         entries_.splice(entries_.begin(), entries_, it);
-        return it->packed;
+        return it->form;
       }
     }
     return nullptr;
   }
 
-  void Put(const std::string& id, std::shared_ptr<Buffer> bytes,
-           std::shared_ptr<const Buffer> packed, uint64_t limit) {
+  void Put(const std::string& key, Sources sources, std::shared_ptr<const Buffer> form,
+           uint64_t limit) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t size = packed->size() + bytes->size();
+    uint64_t size = form->size();
+    for (const std::shared_ptr<Buffer>& source : sources) size += source->size();
     if (size > limit) return;
-    entries_.push_front({id, std::move(bytes), std::move(packed), size});
+    entries_.push_front({key, std::move(sources), std::move(form), size});
     total_ += size;
     while (total_ > limit) {
       total_ -= entries_.back().size;
@@ -128,9 +132,9 @@ class PackedWeightCache {
 
  private:
   struct Entry {
-    std::string id;
-    std::shared_ptr<Buffer> original;
-    std::shared_ptr<const Buffer> packed;
+    std::string key;
+    Sources sources;
+    std::shared_ptr<const Buffer> form;
     uint64_t size;
   };
   std::mutex mutex_;
@@ -223,13 +227,76 @@ uint32_t AppendStackedRowParams(const std::vector<WorkItem*>& items, std::string
   return 16;
 }
 
-std::shared_ptr<const Buffer> ColumnParams(const QuantizedMatMulOperation& op) {
-  std::string out(uint64_t{op.n} * 8, '\0');
-  for (uint32_t n = 0; n < op.n; ++n) {
-    StoreWord(out, 2 * n, ScaleBitsAt(op.b_scale, n));
-    StoreWord(out, 2 * n + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, n)));
+// B's column parameters as bound to a dispatch (t3): the buffer and the
+// bytes between entries (kQmmConstColumnParamBytes: 8, or 0 for one entry
+// that every column shares).
+struct ColumnParams {
+  BufferId buffer = 0;
+  uint32_t stride_bytes = 8;
+};
+
+// Whether every column of `op` has the same B parameters (per-tensor b_scale
+// and b_zero_point): then one 8-byte entry serves them all.
+bool UniformColumnParams(const QuantizedMatMulOperation& op) {
+  auto single = [](const Tensor& t) { return !t.present() || t.element_count() == 1; };
+  return single(op.b_scale) && single(op.b_zero_point);
+}
+
+// `columns` entries of b_scale's float bits and b_zero_point; column c has
+// column c % N's parameters (an outer product's columns are B's channels x N).
+std::shared_ptr<const Buffer> ColumnParamBytes(const QuantizedMatMulOperation& op,
+                                               uint64_t columns) {
+  std::string out(columns * 8, '\0');
+  for (uint64_t c = 0; c < columns; ++c) {
+    StoreWord(out, 2 * c, ScaleBitsAt(op.b_scale, c % op.n));
+    StoreWord(out, 2 * c + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, c % op.n)));
   }
   return Buffer::Adopt(std::move(out));
+}
+
+// The resident key of op's per-column parameters, or "" when they are sent
+// with every batch. They stay on the device when the registered tensors
+// they come from say what they are: a registered b_scale, and a b_zero_point
+// that is registered too, absent, or a per-tensor 0 (the same entries as
+// absent). The key belongs to the scale's id and names a registered zero
+// point's id after a space (ResidentTensors: evicting either drops it).
+// Inline per-column parameters are not kept: each request could bring new
+// ones, and their entries would pile up on the device.
+std::string ColumnParamsKey(const QuantizedMatMulOperation& op) {
+  const std::string& scale_id = op.b_scale.registered_id();
+  if (scale_id.empty()) return "";
+  std::string key = absl::StrCat(scale_id, "/qmm-columns");
+  const Tensor& zp = op.b_zero_point;
+  if (!zp.present()) return key;
+  if (!zp.registered_id().empty()) return absl::StrCat(key, " ", zp.registered_id());
+  if (zp.element_count() == 1 && ZeroPointAt(zp, 0) == 0) return key;
+  return "";
+}
+
+// Adds op's column parameters for a product of `columns` columns (op.n, or
+// an outer product's channels x N) to the plan: one shared entry, entries
+// resident beside B (made on the host once, DerivedFormCache), or entries
+// sent with the batch.
+ColumnParams AddColumnParams(const QuantizedMatMulOperation& op, uint64_t columns,
+                             const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
+  if (UniformColumnParams(op)) {
+    std::shared_ptr<const Buffer> entry = ColumnParamBytes(op, 1);
+    return {builder.AddUpload(entry, 0, entry->size()), 0};
+  }
+  const std::string key = columns == op.n ? ColumnParamsKey(op) : "";
+  if (key.empty()) {
+    std::shared_ptr<const Buffer> entries = ColumnParamBytes(op, columns);
+    return {builder.AddUpload(entries, 0, entries->size()), 8};
+  }
+  DerivedFormCache::Sources sources = {op.b_scale.bytes};
+  if (!op.b_zero_point.registered_id().empty()) sources.push_back(op.b_zero_point.bytes);
+  std::shared_ptr<const Buffer> entries = DerivedFormCache::Get().Find(key, sources);
+  if (entries == nullptr) {
+    entries = ColumnParamBytes(op, columns);
+    DerivedFormCache::Get().Put(key, std::move(sources), entries,
+                                options.packed_weight_cache_bytes);
+  }
+  return {builder.AddResident(std::move(entries), key), 8};
 }
 
 // One product's shape and types: a job's own (N = op.n), or an outer
@@ -327,11 +394,13 @@ absl::Status FinishJob(WorkItem* item, BufferId output, uint64_t first_row, bool
                     sole_reader, outputs);
 }
 
-void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, BufferId columns, BufferId out) {
+void Bind(Dispatch& d, BufferId a, BufferId b, BufferId rows, const ColumnParams& columns,
+          BufferId out) {
   d.srvs[0].buffer = a;
   d.srvs[1].buffer = b;
   d.srvs[2].buffer = rows;
-  d.srvs[3].buffer = columns;
+  d.srvs[3].buffer = columns.buffer;
+  d.constants[kQmmConstColumnParamBytes] = columns.stride_bytes;
   d.uavs[0].buffer = out;
 }
 
@@ -361,7 +430,7 @@ uint32_t SplitOcts(uint64_t rows, const Product& p) {
 
 // The second pass of a split product: partials summed and requantized.
 void AddReduce(const Product& p, const Dispatch& product, uint32_t splits, uint64_t total_rows,
-               BufferId partials, BufferId rows, BufferId column_params, BufferId out,
+               BufferId partials, BufferId rows, const ColumnParams& column_params, BufferId out,
                PlanBuilder& builder) {
   QuantizedMatMulReduceSpec reduce_spec;
   reduce_spec.output_signed = IsSigned(p.output_type);
@@ -378,7 +447,7 @@ void AddReduce(const Product& p, const Dispatch& product, uint32_t splits, uint6
 // One product of `total_rows` rows on qmm.gemm, split along K when it has
 // too few tiles.
 void PlanGemmDispatches(const Product& p, uint64_t total_rows, uint32_t row_param_bytes, BufferId a,
-                        BufferId b, BufferId rows, BufferId column_params, BufferId out,
+                        BufferId b, BufferId rows, const ColumnParams& column_params, BufferId out,
                         QmmAccumulate accumulate, PlanBuilder& builder) {
   const uint64_t row_words = (p.n + 3) / 4;
   Dispatch d = GemmDispatch(p, total_rows, accumulate);
@@ -410,7 +479,7 @@ void PlanGemmDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
 // groups for the device (each split's A staged whole: at most 512 / R
 // octs), then qmm.reduce.
 void PlanRowsDispatches(const Product& p, uint64_t total_rows, uint32_t row_param_bytes, BufferId a,
-                        BufferId b, BufferId rows, BufferId column_params, BufferId out,
+                        BufferId b, BufferId rows, const ColumnParams& column_params, BufferId out,
                         PlanBuilder& builder) {
   QuantizedMatMulRowsSpec spec;
   spec.a_signed = IsSigned(p.a_type);
@@ -449,7 +518,8 @@ void PlanRowsDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
 
 // Jobs whose B is one matrix, as one product of their stacked A rows.
 void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows, BufferId b,
-                        BufferId column_params, QmmAccumulate accumulate, PlanBuilder& builder) {
+                        const ColumnParams& column_params, QmmAccumulate accumulate,
+                        PlanBuilder& builder) {
   const auto& first = std::get<QuantizedMatMulOperation>(*items[0]->operation);
   BufferId a;
   if (items.size() == 1 && first.k % 4 == 0) {
@@ -495,50 +565,16 @@ BufferId AddPackedB(const QuantizedMatMulOperation& op, const std::string& form,
   std::shared_ptr<const Buffer> packed;
   const std::string& id = op.b.registered_id();
   const std::string cache_id = id + "/" + form;
-  if (!id.empty()) packed = PackedWeightCache::Get().Find(cache_id, op.b.bytes);
+  if (!id.empty()) packed = DerivedFormCache::Get().Find(cache_id, {op.b.bytes});
   if (packed == nullptr) {
     packed = pack(op);
     if (!id.empty()) {
-      PackedWeightCache::Get().Put(cache_id, op.b.bytes, packed, options.packed_weight_cache_bytes);
+      DerivedFormCache::Get().Put(cache_id, {op.b.bytes}, packed,
+                                  options.packed_weight_cache_bytes);
     }
   }
   return id.empty() ? builder.AddUpload(packed, 0, packed->size())
                     : builder.AddResident(packed, cache_id);
-}
-
-// op's B in the octs layout (PackB): a registered B packed once on the host
-// and kept resident; a request's own B uploaded as it is and packed by
-// qmm.packb in the pack stage (the host would spend longer shuffling bytes
-// than the device, and the upload is the same size).
-BufferId PackedB(const QuantizedMatMulOperation& op, BufferId column_params,
-                 const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
-  if (!op.b.registered_id().empty() || !options.pack_b_on_device) {
-    return AddPackedB(op, "qmm-b-packed", PackB, options, builder);
-  }
-  const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
-  const uint32_t ko = DepthOcts(op.k);
-  const BufferId raw = builder.AddUpload(op.b.bytes, 0, op.b.byte_size());
-  const BufferId packed = builder.AddDeviceBuffer(BufferKind::kScratch, slices * ko * op.n * 8);
-  Dispatch d;
-  d.kernel = QuantizedMatMulPackSpec::kKey;
-  d.constants[kQmmConstColumns] = op.n;
-  d.constants[kQmmConstDepth] = op.k;
-  d.constants[kQmmConstDepthOcts] = ko;
-  d.constants[kQmmConstChannels] = static_cast<uint32_t>(slices);
-  SetGroupCount(d, CeilDiv(slices * ko * op.n, QuantizedMatMulPackSpec::kThreads));
-  d.srvs[0].buffer = raw;
-  d.srvs[1].buffer = column_params;
-  d.uavs[0].buffer = packed;
-  builder.AddDispatch(kPackStage, std::move(d));
-  return packed;
-}
-
-BufferId UploadARows(const QuantizedMatMulOperation& op, PlanBuilder& builder) {
-  if (op.k % 4 == 0) return builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
-  std::string rows_bytes;
-  AppendARows(op, rows_bytes);
-  const uint64_t size = rows_bytes.size();
-  return builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
 }
 
 // A product whose output slices pair every batch of A with every channel of
@@ -573,21 +609,57 @@ std::shared_ptr<const Buffer> PackOuterB(const QuantizedMatMulOperation& op) {
   return packed;
 }
 
+// How B's slices are laid out in octs: per slice (PackB), or side by side as
+// one outer product's columns (PackOuterB).
+enum class BLayout { kPerSlice, kOuterProduct };
+
+// op's B in octs (`layout`): a registered B packed once on the host and kept
+// resident; a request's own B uploaded as it is and packed by qmm.packb in
+// the pack stage (the host would spend longer shuffling bytes than the
+// device, and the upload is the same size).
+BufferId PackedB(const QuantizedMatMulOperation& op, BLayout layout,
+                 const ColumnParams& column_params, const QuantizedMatMulPlannerOptions& options,
+                 PlanBuilder& builder) {
+  const bool outer = layout == BLayout::kOuterProduct;
+  if (!op.b.registered_id().empty() || !options.pack_b_on_device) {
+    return outer ? AddPackedB(op, "qmm-b-outer", PackOuterB, options, builder)
+                 : AddPackedB(op, "qmm-b-packed", PackB, options, builder);
+  }
+  const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
+  const uint32_t ko = DepthOcts(op.k);
+  const BufferId raw = builder.AddUpload(op.b.bytes, 0, op.b.byte_size());
+  const BufferId packed = builder.AddDeviceBuffer(BufferKind::kScratch, slices * ko * op.n * 8);
+  Dispatch d;
+  d.kernel = QuantizedMatMulPackSpec::kKey;
+  d.constants[kQmmConstColumns] = op.n;
+  d.constants[kQmmConstDepth] = op.k;
+  d.constants[kQmmConstDepthOcts] = ko;
+  d.constants[kQmmConstChannels] = static_cast<uint32_t>(slices);
+  d.constants[kQmmConstPackOuter] = outer ? 1 : 0;
+  d.srvs[0].buffer = raw;
+  d.srvs[1].buffer = column_params.buffer;
+  d.constants[kQmmConstColumnParamBytes] = column_params.stride_bytes;
+  d.uavs[0].buffer = packed;
+  SetGroupCount(d, CeilDiv(slices * ko * op.n, QuantizedMatMulPackSpec::kThreads));
+  builder.AddDispatch(kPackStage, std::move(d));
+  return packed;
+}
+
+BufferId UploadARows(const QuantizedMatMulOperation& op, PlanBuilder& builder) {
+  if (op.k % 4 == 0) return builder.AddUpload(op.a.bytes, 0, op.a.byte_size());
+  std::string rows_bytes;
+  AppendARows(op, rows_bytes);
+  const uint64_t size = rows_bytes.size();
+  return builder.AddUpload(Buffer::Adopt(std::move(rows_bytes)), 0, size);
+}
+
 void PlanOuterProduct(WorkItem* item, const QuantizedMatMulPlannerOptions& options,
                       PlanBuilder& builder) {
   const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
   const uint32_t columns = op.b_channel * op.n;
   const uint64_t rows = op.a_batch;
-  const BufferId b = AddPackedB(op, "qmm-b-outer", PackOuterB, options, builder);
-  std::string column_bytes(uint64_t{columns} * 8, '\0');
-  for (uint32_t c = 0; c < columns; ++c) {
-    StoreWord(column_bytes, 2 * c, ScaleBitsAt(op.b_scale, c % op.n));
-    StoreWord(column_bytes, 2 * c + 1,
-              static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, c % op.n)));
-  }
-  const uint64_t column_size = column_bytes.size();
-  const BufferId column_params =
-      builder.AddUpload(Buffer::Adopt(std::move(column_bytes)), 0, column_size);
+  const ColumnParams column_params = AddColumnParams(op, columns, options, builder);
+  const BufferId b = PackedB(op, BLayout::kOuterProduct, column_params, options, builder);
   const BufferId a = UploadARows(op, builder);
   // M == 1: every output row has row 0's parameters, one shared entry.
   std::string row_params;
@@ -616,9 +688,8 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   const uint32_t b_slices = first.b_batch * first.b_channel;
 
   if (b_slices == 1) {
-    std::shared_ptr<const Buffer> columns = ColumnParams(first);
-    const BufferId column_params = builder.AddUpload(columns, 0, columns->size());
-    const BufferId b = PackedB(first, column_params, options, builder);
+    const ColumnParams column_params = AddColumnParams(first, first.n, options, builder);
+    const BufferId b = PackedB(first, BLayout::kPerSlice, column_params, options, builder);
     // One product: the jobs' A rows stacked, one output row per A row. Jobs
     // are split over several products only where the stacked buffers would
     // pass 32-bit addressing.
@@ -646,7 +717,8 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
   // B has slices: one dispatch per job, slices mapped by broadcast strides
   // (or one product, for an outer product of slices). B is packed slice by
   // slice once, for the jobs that need it.
-  std::optional<BufferId> b, column_params;
+  std::optional<BufferId> b;
+  std::optional<ColumnParams> column_params;
   for (WorkItem* item : group.items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     if (IsOuterProduct(op)) {
@@ -654,9 +726,8 @@ void PlanGroup(const Group& group, const QuantizedMatMulPlannerOptions& options,
       continue;
     }
     if (!b.has_value()) {
-      std::shared_ptr<const Buffer> columns = ColumnParams(first);
-      column_params = builder.AddUpload(columns, 0, columns->size());
-      b = PackedB(first, *column_params, options, builder);
+      column_params = AddColumnParams(first, first.n, options, builder);
+      b = PackedB(first, BLayout::kPerSlice, *column_params, options, builder);
     }
     const BufferId a = UploadARows(op, builder);
     const uint32_t slices = op.batch * op.channel;

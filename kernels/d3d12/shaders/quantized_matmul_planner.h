@@ -29,7 +29,8 @@ QmmAccumulate DefaultGemmAccumulate();
 struct QuantizedMatMulPlannerOptions {
   // How qmm.gemm multiply-adds (both are exact).
   QmmAccumulate gemm_accumulate = DefaultGemmAccumulate();
-  // Host copies of packed registered weights kept for reuse across batches.
+  // Host copies of registered tensors' derived forms (packed weights, column
+  // parameters) kept for reuse across batches, in bytes (sources included).
   uint64_t packed_weight_cache_bytes = uint64_t{256} << 20;
   // A B that is not registered is packed by qmm.packb on the device; false
   // packs it on the host (as registered ones are), for tests comparing both.

@@ -138,7 +138,7 @@ class RowsBuilder {
       b_zp[c] = a_.Scalar();
       a_.iadd(column, column0_, A::l(c));
       a_.umin(column, column, last_column);
-      a_.imad(address, column, A::l(8), A::l(4));
+      a_.imad(address, column, C(kQmmConstColumnParamBytes), A::l(4));
       a_.ld_raw(b_zp[c], address, A::t(3));
       // ((first_oct * N) + column) * 8
       a_.imad(b_address[c], first_oct_, C(kQmmConstColumns), column);

@@ -14,13 +14,15 @@
 ByteAddressBuffer A : register(t0);          // rows of K4 = ceil(K/4) words, zero-padded
 ByteAddressBuffer B : register(t1);          // per B slice: KO blocks of N columns' 8-byte octs
 ByteAddressBuffer RowParams : register(t2);  // per output row: a_scale, out_scale, a_zp, out_zp
-ByteAddressBuffer ColParams : register(t3);  // per column: b_scale, b_zp
+ByteAddressBuffer ColParams : register(t3);  // per column (col_param_bytes apart): b_scale, b_zp
 RWByteAddressBuffer Y : register(u0);        // rows of N4 words (4 outputs), or int32 partials
 cbuffer Root : register(b0) {
   uint M, N, K, KO;  // KO = ceil(K / 8)
   uint tiles_n, tiles_per_slice, channels, a_batch_stride;
   uint a_channel_stride, b_batch_stride, b_channel_stride, N4;
   uint row_param_bytes, split_octs, groups_x, group_count;  // split_octs: splits in Reduce
+  uint col_param_bytes;  // 8, or 0: every column shares one entry (per-tensor b_scale, b_zp)
+  uint pack_outer;       // PackB: 1 for an outer product's layout
 };
 
 int4 Unpack(uint word, bool is_signed) {
@@ -55,7 +57,7 @@ uint Requantize(int4 acc, uint4 p, float4 b_scale, bool y_signed) {
 float4 ColumnScales(uint column0) {
   float4 s = 0;
   [unroll] for (uint j = 0; j < 4; ++j) {
-    if (column0 + j < N) s[j] = asfloat(ColParams.Load((column0 + j) * 8));
+    if (column0 + j < N) s[j] = asfloat(ColParams.Load((column0 + j) * col_param_bytes));
   }
   return s;
 }
@@ -97,7 +99,7 @@ void Gemm(uint3 gid : SV_GroupID, uint3 t : SV_GroupThreadID, uint flat : SV_Gro
   uint r = flat & 127, h = flat >> 7;
   uint a_r = min(r, M - m0 - 1), b_r = min(r, N - n0 - 1);
   int a_zp = (int)RowParams.Load(((slice * M + m0 + a_r) * row_param_bytes) + 8);
-  int b_zp = (int)ColParams.Load((n0 + b_r) * 8 + 4);
+  int b_zp = (int)ColParams.Load((n0 + b_r) * col_param_bytes + 4);
   uint k4 = (K + 3) / 4;
   uint a_row = (a_slice * M + m0 + a_r) * k4 * 4;
   uint b_at = ((b_slice * KO + first) * N + n0 + b_r) * 8 + h * 4;
@@ -198,7 +200,8 @@ void Rows(uint3 gid : SV_GroupID, uint flat : SV_GroupIndex) {
   GroupMemoryBarrierWithGroupSync();
   uint column0 = n0 + flat * 2;
   uint c0 = min(column0, N - 1), c1 = min(column0 + 1, N - 1);
-  int zp0 = (int)ColParams.Load(c0 * 8 + 4), zp1 = (int)ColParams.Load(c1 * 8 + 4);
+  int zp0 = (int)ColParams.Load(c0 * col_param_bytes + 4),
+      zp1 = (int)ColParams.Load(c1 * col_param_bytes + 4);
   int2 acc[R];
   [unroll] for (uint r = 0; r < R; ++r) acc[r] = 0;
   for (uint o = 0; o < octs; ++o) {
@@ -241,10 +244,14 @@ RWByteAddressBuffer PackedB : register(u0);  // in place of Y: the octs layout o
 
 [numthreads(64, 1, 1)]
 void PackB(uint3 gid : SV_GroupID, uint flat : SV_GroupIndex) {
-  uint index = (gid.y * groups_x + gid.x) * 64 + flat;  // one oct: (slice * KO + o) * N + n
+  // One oct: (slice * KO + o) * N + n, or for an outer product's B (pack_outer,
+  // root constant 17) (o * slices + slice) * N + n.
+  uint index = (gid.y * groups_x + gid.x) * 64 + flat;
   if (index >= channels * KO * N) return;
-  uint n = index % N, rest = index / N, o = rest % KO, slice = rest / KO;
-  uint zp = ColParams.Load(n * 8 + 4) & 0xff;
+  uint n = index % N, rest = index / N, inner = pack_outer ? channels : KO;
+  uint slice = pack_outer ? rest % inner : rest / inner;
+  uint o = pack_outer ? rest / inner : rest % inner;
+  uint zp = ColParams.Load(n * col_param_bytes + 4) & 0xff;
   uint2 oct = 0;
   for (uint j = 0; j < 8; ++j) {
     uint k = o * 8 + j, value = zp;  // past K: the zero point, centred to 0 later
