@@ -33,8 +33,13 @@ std::shared_ptr<const PooledBuffer> ResidentTensors::MakeShared(PooledBuffer buf
       });
 }
 
+absl::string_view ResidentTensors::SlotOf(absl::string_view key) {
+  return key.substr(0, key.find(' '));
+}
+
 absl::StatusOr<ResidentTensors::Use> ResidentTensors::Acquire(const std::string& key,
                                                               uint64_t size_bytes) {
+  std::vector<std::shared_ptr<const PooledBuffer>> dropped;  // released after the lock
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     auto it = entries_.find(key);
@@ -55,6 +60,19 @@ absl::StatusOr<ResidentTensors::Use> ResidentTensors::Acquire(const std::string&
   // done under the lock so that two batches never both upload one key.
   absl::StatusOr<PooledBuffer> buffer = pool_->Acquire(size_bytes);
   if (!buffer.ok()) return buffer.status();
+  // The other keys of its slot go (batches using them keep their buffers).
+  const absl::string_view slot = SlotOf(key);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (SlotOf(it->first) != slot || it->first == key) {
+      ++it;
+    } else if (!it->second.ready) {
+      it->second.evicted = true;  // its uploader drops it
+      ++it;
+    } else {
+      dropped.push_back(std::move(it->second.buffer));
+      it = entries_.erase(it);
+    }
+  }
   Entry& entry = entries_[key];
   entry.buffer = MakeShared(std::move(*buffer));
   entry.size_bytes = size_bytes;

@@ -8,7 +8,11 @@
 // then optionally "/" and the name of a derived form ("w1", "w1/qmm-b-packed").
 // A form derived from several registered tensors names the others after its
 // key, each after a space (ids have none): "s1/qmm-columns z1" belongs to s1
-// and to z1. Evicting an id drops every form that belongs to it.
+// and to z1. Evicting an id drops every form that belongs to it. Keys that
+// agree up to the first space ("s1/qmm-columns z1", "s1/qmm-columns z2")
+// are one slot: at most one of them is resident, a new one replacing the
+// other, so that pairing one tensor with many others keeps one form of it,
+// not one per pair.
 //
 // A batch that finds a form missing becomes its uploader: it records the
 // upload and, once its fence completes, calls Uploaded() (or Abandoned() if
@@ -44,6 +48,7 @@ class ResidentTensors {
 
   // The buffer for `key` (of `size_bytes`), blocking while another batch is
   // uploading it. INVALID_ARGUMENT if the key is resident with another size.
+  // A missing key replaces the other keys of its slot.
   absl::StatusOr<Use> Acquire(const std::string& key, uint64_t size_bytes);
 
   // The uploader's batch completed: later batches use the buffer as is.
@@ -72,6 +77,8 @@ class ResidentTensors {
   };
   std::shared_ptr<const PooledBuffer> MakeShared(PooledBuffer buffer);
   static bool KeyBelongsTo(absl::string_view key, absl::string_view id);
+  // The key up to its first space.
+  static absl::string_view SlotOf(absl::string_view key);
 
   GpuBufferPool* const pool_;
   mutable std::mutex mutex_;

@@ -297,6 +297,48 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   EXPECT_EQ(runtime->stats().resident_uploads, 2u);
 }
 
+// A form of several registered tensors belongs to each ("s/form z": to s
+// and to z), and the keys of one slot (up to the first space) replace each
+// other: pairing s with many others keeps one form, not one per pair.
+TEST_F(RuntimeTest, ResidentFormsOfSeveralTensorsAndTheirSlots) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 1024;
+  std::vector<uint32_t> x = RandomWords(n, 20);
+  auto run = [&](const std::string& key, const std::vector<uint32_t>& resident) {
+    DispatchPlan plan;
+    plan.buffers = {ResidentBuffer(key, resident), UploadBuffer(x),
+                    DeviceBuffer(BufferKind::kOutput, n)};
+    plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
+    absl::StatusOr<ReadBackBuffers> out = runtime->Run(plan);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? Words((*out)[2]->view()) : std::vector<uint32_t>();
+  };
+  std::vector<uint32_t> with_z1 = RandomWords(n, 21), with_z2 = RandomWords(n, 22);
+  EXPECT_EQ(run("s/form z1", with_z1), AddReference(with_z1, x, 0));
+  EXPECT_TRUE(runtime->IsResident("s"));
+  EXPECT_TRUE(runtime->IsResident("z1"));
+  EXPECT_FALSE(runtime->IsResident("z"));
+  EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+
+  // Another key of the slot replaces it.
+  EXPECT_EQ(run("s/form z2", with_z2), AddReference(with_z2, x, 0));
+  EXPECT_EQ(runtime->stats().resident_uploads, 2u);
+  EXPECT_FALSE(runtime->IsResident("z1"));
+  EXPECT_TRUE(runtime->IsResident("z2"));
+  EXPECT_EQ(runtime->resident_bytes(), uint64_t{n} * 4);
+  EXPECT_EQ(run("s/form z2", with_z1), AddReference(with_z2, x, 0));  // still resident
+  EXPECT_EQ(runtime->stats().resident_uploads, 2u);
+
+  // Evicting the second owner drops the form; so does evicting the first.
+  runtime->Evict("z2");
+  EXPECT_FALSE(runtime->IsResident("s"));
+  EXPECT_EQ(run("s/form z2", with_z1), AddReference(with_z1, x, 0));
+  EXPECT_EQ(runtime->stats().resident_uploads, 3u);
+  runtime->Evict("s");
+  EXPECT_FALSE(runtime->IsResident("z2"));
+}
+
 TEST_F(RuntimeTest, ConcurrentBatchesNeedingOneResidentTensorUploadItOnce) {
   RuntimeOptions options;
   options.inflight_batches = 4;
