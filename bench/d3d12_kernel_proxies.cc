@@ -143,7 +143,7 @@ class Lane {
     if (name == "vThreadIDInGroup") return thread_in_group_;
     if (name == "vThreadGroupID") return Vec4{};  // group (0, 0, 0)
     if (absl::ConsumePrefix(&name, "cb0[") && absl::ConsumeSuffix(&name, "]") &&
-        absl::SimpleAtoi(name, &index) && index >= 0 && index < 4) {
+        absl::SimpleAtoi(name, &index) && index >= 0 && index < kConstantVectors) {
       return constants_[index];
     }
     if (absl::ConsumePrefix(&name, "r") && absl::SimpleAtoi(name, &index)) {
@@ -153,7 +153,9 @@ class Lane {
     return absl::UnimplementedError(absl::StrCat("reads from ", name));
   }
 
-  Vec4 constants_[4] = {};
+  // cb0[i]: root constants 4i .. 4i + 3.
+  static constexpr int kConstantVectors = (d3d12::kRootConstantCount + 3) / 4;
+  Vec4 constants_[kConstantVectors] = {};
   Vec4 thread_in_group_;
   uint32_t flattened_;
   std::map<int, Vec4> temps_;

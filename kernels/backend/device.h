@@ -104,8 +104,10 @@ class Device {
     return absl::UnimplementedError("this device cannot recover from a failure");
   }
 
-  // Whether the registered tensor `registered_id` is already resident, so a
-  // batch that reads it avoids an upload here.
+  // Whether some form of the registered tensor `registered_id` is already
+  // resident, so a batch that reads it likely avoids an upload here (a hint
+  // for placement: the batch may need another form, e.g. a scale's column
+  // parameters paired with a different zero point).
   virtual bool IsResident(absl::string_view registered_id) const { return false; }
 
   // The registered tensor was released; drop any resident copy.

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace dmlserve::d3d12 {
 
@@ -15,13 +15,21 @@ ResidentTensors::~ResidentTensors() {
 
 bool ResidentTensors::KeyBelongsTo(absl::string_view key, absl::string_view id) {
   // "owner/form other-owner ...": ids have no spaces, so the first word is
-  // the owner's key and each further word another owner's id.
-  std::vector<absl::string_view> words = absl::StrSplit(key, ' ');
-  const absl::string_view first = words[0];
-  if (first.substr(0, id.size()) == id && (first.size() == id.size() || first[id.size()] == '/')) {
+  // the owner's key and each further word another owner's id. (No
+  // allocation: the scheduler asks IsResident for every batch it takes.)
+  size_t space = key.find(' ');
+  const absl::string_view first = key.substr(0, space);
+  if (absl::StartsWith(first, id) && (first.size() == id.size() || first[id.size()] == '/')) {
     return true;
   }
-  return std::find(words.begin() + 1, words.end(), id) != words.end();
+  while (space != absl::string_view::npos) {
+    const size_t next = key.find(' ', space + 1);
+    if (key.substr(space + 1, next == absl::string_view::npos ? next : next - space - 1) == id) {
+      return true;
+    }
+    space = next;
+  }
+  return false;
 }
 
 std::shared_ptr<const PooledBuffer> ResidentTensors::MakeShared(PooledBuffer buffer) {

@@ -12,7 +12,9 @@
 // agree up to the first space ("s1/qmm-columns z1", "s1/qmm-columns z2")
 // are one slot: at most one of them is resident, a new one replacing the
 // other, so that pairing one tensor with many others keeps one form of it,
-// not one per pair.
+// not one per pair. (A plan that holds two keys of one slot runs correctly
+// but keeps at most one of them; the scheduler's batches never do, their
+// jobs sharing one compatibility key.)
 //
 // A batch that finds a form missing becomes its uploader: it records the
 // upload and, once its fence completes, calls Uploaded() (or Abandoned() if

@@ -313,6 +313,48 @@ TEST_F(D3D12KernelsTest, RegisteredColumnParametersStayResident) {
   }
 }
 
+// Resident column parameters read by qmm.gemm with split-K and qmm.reduce,
+// and by qmm.packb for a B sent with the request; their forms: a registered
+// scale alone ("s/qmm-columns"), with an inline per-tensor zero point of 0
+// (the same entries, the same key), then with a registered zero point,
+// which replaces the first in its slot.
+TEST_F(D3D12KernelsTest, ResidentColumnParametersOnEveryKernelPath) {
+  ASSERT_NE(d3d12_, nullptr);
+  auto* device = dynamic_cast<d3d12::D3D12Device*>(d3d12_);
+  ASSERT_NE(device, nullptr);
+  constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+  reference::RandomOperationGenerator generator(78);
+  const uint32_t m = 70, k = 600, n = 130;  // 128 x 128 tiles, K split in two
+  QuantizedMatMulTensors t;
+  t.a = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, m, k});
+  t.a_scale = RandomScales(generator, {1, 1, 1, 1});
+  t.b = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, k, n});
+  t.b_scale = RandomScales(generator, {1, 1, 1, n});
+  t.output_scale = RandomScales(generator, {1, 1, 1, 1});
+  absl::StatusOr<QuantizedMatMulOperation> made =
+      MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+  ASSERT_TRUE(made.ok()) << made.status();
+  QuantizedMatMulOperation op = *std::move(made);
+  op.b_scale.set_registered_id("paths-test-scale");
+  auto uploads = [&] { return device->runtime().stats().resident_uploads; };
+
+  const uint64_t start = uploads();
+  CompareWithCpu({op}, "scale alone");
+  EXPECT_EQ(uploads(), start + 1) << "the column parameters (B is the request's)";
+  op.b_zero_point = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, 1, 1});
+  op.b_zero_point.mutable_data()[0] = 0;
+  op.a = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, m, k});
+  CompareWithCpu({op}, "inline per-tensor zero point 0");
+  EXPECT_EQ(uploads(), start + 1) << "the same entries re-uploaded";
+  op.b_zero_point = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, 1, n});
+  op.b_zero_point.set_registered_id("paths-test-zp");
+  CompareWithCpu({op}, "registered zero point");
+  EXPECT_EQ(uploads(), start + 2);
+  EXPECT_TRUE(device->IsResident("paths-test-zp"));
+  for (const char* id : {"paths-test-scale", "paths-test-zp"}) device->Evict(id);
+  EXPECT_FALSE(device->IsResident("paths-test-scale"));
+}
+
 // Valid scales whose product a_scale * b_scale over- or underflows float32
 // although a_scale * b_scale / output_scale does not (the kernel once gave
 // saturated values, and NaN-derived ones for a zero accumulator).

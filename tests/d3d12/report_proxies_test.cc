@@ -65,26 +65,34 @@ TEST(ReportProxiesTest, NoMadLoopIsNotFound) {
   EXPECT_EQ(MeasureInnerMadLoop(Finish(a)).status().code(), absl::StatusCode::kNotFound);
 }
 
-// Thread t loads 4 bytes at t * cb0[0].x: 4 bytes apart is 4 sectors per 32
-// threads, 64 bytes apart is 32.
-TEST(ReportProxiesTest, SimulatedAddressesFollowTheConstants) {
-  KernelAssembler a;
-  a.DeclareBindings(/*srvs=*/1, /*uavs=*/1);
-  a.dcl_input(A::vThreadIDInGroupFlattened());
-  a.dcl_thread_group(64, 1, 1);
-  a.imul(A::r(0).x(), A::vThreadIDInGroupFlattened().x(), A::Constant(0));
-  a.ld_raw(A::r(1).x(), A::r(0).x(), A::t(0));
-  a.ret();
-  const std::vector<uint8_t> kernel = Finish(a);
+// Loads of 32 lanes of `kernel` at t * (root constant c) for three strides.
+void CheckStrides(const std::vector<uint8_t>& kernel, int c) {
   for (auto [stride, sectors] : {std::pair{4u, 4}, std::pair{64u, 32}, std::pair{0u, 1}}) {
     Constants constants{};
-    constants[0] = stride;
+    constants[c] = stride;
     absl::StatusOr<std::vector<LaneLoad>> loads = SimulateFirstLoads(kernel, constants, 32, "t0");
     ASSERT_TRUE(loads.ok()) << loads.status();
     ASSERT_EQ(loads->size(), 32u);
     EXPECT_EQ((*loads)[5].address, 5 * stride);
     EXPECT_EQ((*loads)[5].bytes, 4u);
     EXPECT_EQ(DistinctSectors(*loads, 32), sectors) << "stride " << stride;
+  }
+}
+
+// Thread t loads 4 bytes at t * (root constant c): 4 bytes apart is 4
+// sectors per 32 threads, 64 bytes apart is 32. Constant 0 and the last one
+// (cb0[0].x, and the last vector's last component).
+TEST(ReportProxiesTest, SimulatedAddressesFollowTheConstants) {
+  for (const int c : {0, d3d12::kRootConstantCount - 1}) {
+    SCOPED_TRACE(::testing::Message() << "constant " << c);
+    KernelAssembler a;
+    a.DeclareBindings(/*srvs=*/1, /*uavs=*/1);
+    a.dcl_input(A::vThreadIDInGroupFlattened());
+    a.dcl_thread_group(64, 1, 1);
+    a.imul(A::r(0).x(), A::vThreadIDInGroupFlattened().x(), A::Constant(c));
+    a.ld_raw(A::r(1).x(), A::r(0).x(), A::t(0));
+    a.ret();
+    CheckStrides(Finish(a), c);
   }
 }
 

@@ -534,8 +534,11 @@ TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
       // B packed whole and repacked by PackB for a many_rows kernel, over
       // whole depth blocks (whose offsets a tail of 2 quads hardly tests).
       {100, 4100, 40},
-      // One or two rows against a registered B: all of K in one block.
-      {2, 4100, 40}};
+      // One or two rows against a registered B: all of K in one block, on
+      // the strip kernels and (N <= 16) the narrow path.
+      {2, 4100, 40},
+      {2, 4100, 9},
+      {1, 4100, 9}};
   int index = 0;
   for (const Shape3& s : shapes) {
     const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;

@@ -17,9 +17,18 @@
 
 namespace dmlserve::d3d12 {
 
-// 14 and 15 are the group grid's (kernel_assembler.h); kernels' own
-// constants are 0..13 and 16..19.
 inline constexpr int kRootConstantCount = 20;
+// Root constants every kernel reads at fixed slots: a dispatch's groups are
+// numbered linearly as gid.y * groups_x + gid.x, and groups at or past
+// group_count exit (the grid is rounded up to a rectangle; SetGroupCount
+// writes both, KernelAssembler::LinearGroupIndex reads them).
+inline constexpr int kConstGroupsX = 14;
+inline constexpr int kConstGroupCount = 15;
+// Whether root constant `i` is free for a kernel's own use (0..13, 16..19);
+// each kernel header static_asserts its constants with it.
+constexpr bool IsKernelConstant(int i) {
+  return i >= 0 && i < kRootConstantCount && i != kConstGroupsX && i != kConstGroupCount;
+}
 inline constexpr int kSrvCount = 4;
 inline constexpr int kUavCount = 2;
 

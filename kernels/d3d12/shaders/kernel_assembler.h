@@ -16,12 +16,6 @@
 
 namespace dmlserve::d3d12 {
 
-// Root constants every kernel reads at fixed slots; the rest are kernel-specific.
-// A dispatch's groups are numbered linearly as gid.y * groups_x + gid.x; groups
-// at or past group_count exit (the grid is rounded up to a rectangle).
-inline constexpr int kConstGroupsX = 14;
-inline constexpr int kConstGroupCount = 15;
-
 class KernelAssembler : public dxbc::Assembler {
  public:
   using Operand = dxbc::Operand;

@@ -40,8 +40,9 @@ class PlanBuilder {
   BufferId AddResident(std::shared_ptr<const Buffer> bytes, std::string resident_key);
   BufferId AddDeviceBuffer(BufferKind kind, uint64_t size_bytes);
 
-  // `dispatch`'s grid must have been set by SetGroupCount after its kernel
-  // constants, so that no constant overwrote the grid's slots (checked).
+  // `dispatch`'s grid must be set by SetGroupCount (checked: the grid's root
+  // constants agree with it). Kernel constants never use the grid's slots
+  // (IsKernelConstant, static_asserted beside each kernel's constants).
   void AddDispatch(int stage, Dispatch dispatch);
   void AddFinisher(std::function<absl::Status(ReadBackBuffers& outputs)> finisher);
 

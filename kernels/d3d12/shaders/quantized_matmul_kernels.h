@@ -51,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/d3d12/shaders/kernel_abi.h"
 
 namespace dmlserve::d3d12 {
 
@@ -83,6 +84,24 @@ inline constexpr int kQmmConstColumnParamBytes = 16;
 // qmm.packb: 1 when it packs an outer product's B (KO blocks of slices x N
 // columns, column slice * N + n), 0 for per-slice blocks of N columns.
 inline constexpr int kQmmConstPackOuter = 17;
+
+static_assert(IsKernelConstant(kQmmConstRows));
+static_assert(IsKernelConstant(kQmmConstColumns));
+static_assert(IsKernelConstant(kQmmConstDepth));
+static_assert(IsKernelConstant(kQmmConstDepthOcts));
+static_assert(IsKernelConstant(kQmmConstTilesN));
+static_assert(IsKernelConstant(kQmmConstTilesPerSlice));
+static_assert(IsKernelConstant(kQmmConstChannels));
+static_assert(IsKernelConstant(kQmmConstABatchStride));
+static_assert(IsKernelConstant(kQmmConstAChannelStride));
+static_assert(IsKernelConstant(kQmmConstBBatchStride));
+static_assert(IsKernelConstant(kQmmConstBChannelStride));
+static_assert(IsKernelConstant(kQmmConstOutputWords));
+static_assert(IsKernelConstant(kQmmConstRowParamBytes));
+static_assert(IsKernelConstant(kQmmConstSplitOcts));
+static_assert(IsKernelConstant(kQmmConstSplits));
+static_assert(IsKernelConstant(kQmmConstColumnParamBytes));
+static_assert(IsKernelConstant(kQmmConstPackOuter));
 
 // Output of a qmm.gemm kernel: requantized int8/uint8, or int32 split-K
 // partial sums for qmm.reduce.

@@ -16,9 +16,11 @@ Operand C(int i) { return KernelAssembler::Constant(i); }
 
 // Thread t writes oct t = (slice * KO + o) * N + n (an outer product's:
 // (o * slices + slice) * N + n): bytes k = 8o .. 8o + 7 of column n,
-// B[slice][k][n] (a dword load and a byte extract each: the 64 threads of a
-// group read 64 consecutive bytes of one row at a time), or the column's
-// zero point past K.
+// B[slice][k][n] (a dword load and a byte extract each), or the column's
+// zero point past K. The 64 threads of a group read 64 consecutive bytes of
+// one row at a time where N >= 64; with fewer columns, neighbouring threads
+// move on to the next oct of the slice, or in an outer product to the next
+// slice, K * N bytes further on.
 void BuildPackB(KernelAssembler& a) {
   using A = KernelAssembler;
   a.DeclareBindings(/*srvs=*/2, /*uavs=*/1);

@@ -50,6 +50,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/d3d12/shaders/kernel_abi.h"
 
 namespace dmlserve::d3d12 {
 
@@ -70,6 +71,12 @@ inline constexpr int kScanConstLines = 2;   // outer * inner
 inline constexpr int kScanConstTiles = 3;   // tiles per line (lookback)
 inline constexpr int kPackConstCount = 0;   // pack16: elements
 inline constexpr int kClearConstSlots = 0;  // clear: 16-byte slots
+static_assert(IsKernelConstant(kScanConstAxis));
+static_assert(IsKernelConstant(kScanConstInner));
+static_assert(IsKernelConstant(kScanConstLines));
+static_assert(IsKernelConstant(kScanConstTiles));
+static_assert(IsKernelConstant(kPackConstCount));
+static_assert(IsKernelConstant(kClearConstSlots));
 
 struct ScanKernelSpec {
   ScanPass pass = ScanPass::kSerial;
