@@ -368,6 +368,42 @@ TEST_F(RuntimeTest, ConcurrentBatchesNeedingOneResidentTensorUploadItOnce) {
   EXPECT_EQ(runtime->stats().resident_uploads, 1u);
 }
 
+// Batches racing for two keys of one slot, each replacing the other while
+// its upload may still be in flight: every batch reads its own key's bytes,
+// and the slot ends with one form resident.
+TEST_F(RuntimeTest, ConcurrentBatchesReplacingEachOthersSlotStayCorrect) {
+  RuntimeOptions options;
+  options.inflight_batches = 4;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  const uint32_t n = 1 << 14;
+  const std::vector<uint32_t> forms[2] = {RandomWords(n, 30), RandomWords(n, 31)};
+  constexpr int kThreads = 4, kRuns = 12;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<uint32_t> x = RandomWords(n, 40 + t);
+      for (int run = 0; run < kRuns && failures[t].empty(); ++run) {
+        const int form = (t + run) % 2;
+        DispatchPlan plan;
+        plan.buffers = {ResidentBuffer(form == 0 ? "s/form z0" : "s/form z1", forms[form]),
+                        UploadBuffer(x), DeviceBuffer(BufferKind::kOutput, n)};
+        plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
+        absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
+        if (!outputs.ok()) {
+          failures[t] = std::string(outputs.status().message());
+        } else if (Words((*outputs)[2]->view()) != AddReference(forms[form], x, 0)) {
+          failures[t] = "wrong result in run " + std::to_string(run);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  EXPECT_EQ(runtime->resident_bytes(), uint64_t{n} * 4);
+}
+
 // Two batches that each upload one resident key and need the other's: the
 // runtime takes keys in one order, so neither waits for the other forever.
 TEST_F(RuntimeTest, BatchesNeedingEachOthersResidentUploadsFinish) {
