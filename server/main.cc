@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
@@ -186,20 +187,31 @@ absl::Status ServeTensorRepository(const ServerConfig& config, TensorRegistry& t
   return absl::OkStatus();
 }
 
+// How long gRPC gets, after the last call left the drain gate, to send the
+// answers already handed to it: a call leaves the gate once its answer is
+// passed to Finish, which only queues it, and gRPC's shutdown cancels every
+// call whose answer has not gone out (the client sees "UNAVAILABLE:
+// Cancelling all calls"; seen under wine on a loaded 2-core machine).
+// Shutdown returns as soon as every call and connection is done, so this
+// costs a stop time only while clients keep idle connections open.
+constexpr absl::Duration kAnswerFlushGrace = absl::Seconds(1);
+
 // A graceful stop: new calls are refused from here on; those in flight get
 // until --shutdown_timeout to finish (their jobs still run). Then gRPC shuts
-// down at once (it cancels whatever is left and closes the connections), and
+// down, with up to kAnswerFlushGrace (within --shutdown_timeout) to send the
+// last answers; it cancels whatever is left and closes the connections, and
 // the scheduler's workers end.
 void Drain(const ServerConfig& config, ServingHealth& serving_health, DrainGate& gate,
            grpc::Server& server, Scheduler& scheduler) {
   serving_health.Detach();
   server.GetHealthCheckService()->SetServingStatus(false);
   gate.BeginDrain();
-  if (!gate.WaitForIdle(absl::Now() + config.shutdown_timeout)) {
+  const absl::Time deadline = absl::Now() + config.shutdown_timeout;
+  if (!gate.WaitForIdle(deadline)) {
     LogWarning(absl::StrCat(gate.active(), " calls still open after --shutdown_timeout=",
                             absl::FormatDuration(config.shutdown_timeout), "; cancelling"));
   }
-  server.Shutdown(std::chrono::system_clock::now());
+  server.Shutdown(absl::ToChronoTime(std::min(deadline, absl::Now() + kAnswerFlushGrace)));
   server.Wait();
   scheduler.Shutdown();
 }
