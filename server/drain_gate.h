@@ -7,8 +7,9 @@
 // gRPC's own Server::Shutdown(deadline) also waits for idle client
 // connections to close, which clients may delay for seconds after the
 // GOAWAY; draining the service's calls here first and then shutting gRPC down
-// with an expired deadline makes a graceful stop take as long as the work in
-// flight, no longer.
+// with a short deadline (main.cc, kAnswerFlushGrace: a unary call exits the
+// gate when it hands its answer to Finish, and gRPC still has to send it)
+// makes a graceful stop take about as long as the work in flight.
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
