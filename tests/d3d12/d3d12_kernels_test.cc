@@ -101,6 +101,22 @@ Tensor RandomScales(reference::RandomOperationGenerator& generator, const Shape&
   for (uint64_t i = 0; i < t.element_count(); ++i) values[i] = scale(generator.rng());
   return t;
 }
+
+// A random m x k x n product with per-tensor A and output scales and a
+// per-column b_scale (and b_zero_point when `zero_point`).
+absl::StatusOr<QuantizedMatMulOperation> PerColumnProduct(
+    reference::RandomOperationGenerator& generator, DataType a_type, DataType b_type,
+    DataType output_type, uint32_t m, uint32_t k, uint32_t n, bool zero_point) {
+  constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+  QuantizedMatMulTensors t;
+  t.a = generator.RandomTensor(kMatMul, a_type, {1, 1, m, k});
+  t.a_scale = RandomScales(generator, {1, 1, 1, 1});
+  t.b = generator.RandomTensor(kMatMul, b_type, {1, 1, k, n});
+  t.b_scale = RandomScales(generator, {1, 1, 1, n});
+  if (zero_point) t.b_zero_point = generator.RandomTensor(kMatMul, b_type, {1, 1, 1, n});
+  t.output_scale = RandomScales(generator, {1, 1, 1, 1});
+  return MakeQuantizedMatMulOperation(std::move(t), output_type);
+}
 Device* D3D12KernelsTest::cpu_ = nullptr;
 
 TEST_F(D3D12KernelsTest, EveryConformanceCaseExactly) {
@@ -252,15 +268,8 @@ TEST_F(D3D12KernelsTest, RegisteredColumnParametersStayResident) {
   constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
   reference::RandomOperationGenerator generator(77);
   const uint32_t m = 3, k = 40, n = 70;
-  QuantizedMatMulTensors t;
-  t.a = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, m, k});
-  t.a_scale = RandomScales(generator, {1, 1, 1, 1});
-  t.b = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, k, n});
-  t.b_scale = RandomScales(generator, {1, 1, 1, n});
-  t.b_zero_point = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, 1, n});
-  t.output_scale = RandomScales(generator, {1, 1, 1, 1});
-  absl::StatusOr<QuantizedMatMulOperation> made =
-      MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8);
+  absl::StatusOr<QuantizedMatMulOperation> made = PerColumnProduct(
+      generator, DataType::kUint8, DataType::kInt8, DataType::kInt8, m, k, n, /*zero_point=*/true);
   ASSERT_TRUE(made.ok()) << made.status();
   QuantizedMatMulOperation op = *std::move(made);
   op.b.set_registered_id("columns-test-b");
@@ -325,14 +334,9 @@ TEST_F(D3D12KernelsTest, ResidentColumnParametersOnEveryKernelPath) {
   constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
   reference::RandomOperationGenerator generator(78);
   const uint32_t m = 70, k = 600, n = 130;  // 128 x 128 tiles, K split in two
-  QuantizedMatMulTensors t;
-  t.a = generator.RandomTensor(kMatMul, DataType::kInt8, {1, 1, m, k});
-  t.a_scale = RandomScales(generator, {1, 1, 1, 1});
-  t.b = generator.RandomTensor(kMatMul, DataType::kUint8, {1, 1, k, n});
-  t.b_scale = RandomScales(generator, {1, 1, 1, n});
-  t.output_scale = RandomScales(generator, {1, 1, 1, 1});
   absl::StatusOr<QuantizedMatMulOperation> made =
-      MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+      PerColumnProduct(generator, DataType::kInt8, DataType::kUint8, DataType::kUint8, m, k, n,
+                       /*zero_point=*/false);
   ASSERT_TRUE(made.ok()) << made.status();
   QuantizedMatMulOperation op = *std::move(made);
   op.b_scale.set_registered_id("paths-test-scale");
