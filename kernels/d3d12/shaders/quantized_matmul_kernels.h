@@ -141,8 +141,9 @@ struct QuantizedMatMulKernelSpec {
 // Per oct a thread does 16 * R MACs for about 32 + 18 * R ALU ops. B is
 // streamed once, so what bounds a GEMV is the bytes in flight: each
 // iteration of the K loop first loads octs_in_flight() octs of both columns
-// (8 for R = 1: 16 independent 8-byte loads a thread), then uses them; a
-// remainder loop takes the split's last octs one at a time. R x octs stays
+// (8 for R = 1: 16 independent 8-byte loads a thread), then uses them; the
+// planner makes splits whole iterations, and the last split's remainder is
+// taken in blocks of half, a quarter, ... of them. R x octs stays
 // at most 8 (16 for R = 16), so the unrolled loop stays small (lavapipe's
 // compiler time grows with it) while taller tiles hide latency with MACs.
 struct QuantizedMatMulRowsSpec {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -93,8 +94,9 @@ std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
 }
 
 // Host copies of derived forms of registered tensors (packed weights, column
-// parameters), so a batch that finds them resident on the device does not
-// make them again. Entries hold the tensors they come from too, so that
+// parameters). A form is made only when a device must upload it (kResident);
+// the cache spares making it again for another device (GPU) or after the
+// device evicted it. Entries hold the tensors they come from too, so that
 // their addresses cannot be reused by other tensors while cached.
 class DerivedFormCache {
  public:
@@ -105,6 +107,20 @@ class DerivedFormCache {
     return *cache;
   }
 
+  // The cached form of `key` from `sources`, else make()'s, cached when it
+  // fits `limit` (two batches missing at once may both make it).
+  std::shared_ptr<const Buffer> FindOrMake(
+      const std::string& key, const Sources& sources, uint64_t limit,
+      const std::function<std::shared_ptr<const Buffer>()>& make) {
+    std::shared_ptr<const Buffer> form = Find(key, sources);
+    if (form == nullptr) {
+      form = make();
+      Put(key, sources, form, limit);
+    }
+    return form;
+  }
+
+ private:
   std::shared_ptr<const Buffer> Find(const std::string& key, const Sources& sources) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -130,7 +146,6 @@ class DerivedFormCache {
     }
   }
 
- private:
   struct Entry {
     std::string key;
     Sources sources;
@@ -290,13 +305,14 @@ ColumnParams AddColumnParams(const QuantizedMatMulOperation& op, uint64_t column
   }
   DerivedFormCache::Sources sources = {op.b_scale.bytes};
   if (!op.b_zero_point.registered_id().empty()) sources.push_back(op.b_zero_point.bytes);
-  std::shared_ptr<const Buffer> entries = DerivedFormCache::Get().Find(key, sources);
-  if (entries == nullptr) {
-    entries = ColumnParamBytes(op, columns);
-    DerivedFormCache::Get().Put(key, std::move(sources), entries,
-                                options.packed_weight_cache_bytes);
-  }
-  return {builder.AddResident(std::move(entries), key), 8};
+  const uint64_t cache_bytes = options.packed_weight_cache_bytes;
+  return {builder.AddResident(columns * 8, key,
+                              [&op, columns, key, sources, cache_bytes] {
+                                return DerivedFormCache::Get().FindOrMake(
+                                    key, sources, cache_bytes,
+                                    [&] { return ColumnParamBytes(op, columns); });
+                              }),
+          8};
 }
 
 // One product's shape and types: a job's own (N = op.n), or an outer
@@ -491,8 +507,12 @@ void PlanRowsDispatches(const Product& p, uint64_t total_rows, uint32_t row_para
   const uint64_t tiles = tiles_m * tiles_n;
   const uint32_t ko = DepthOcts(p.k);
   const uint64_t wanted_splits = CeilDiv(kSplitKTargetGroups, tiles);
-  // Rounded down, so that the splits make at least the groups wanted.
+  // Rounded down, so that the splits make at least the groups wanted, and to
+  // whole K-loop iterations (octs_in_flight()), so that a split's loads are
+  // issued together rather than oct by oct in the kernel's remainder.
+  const uint64_t in_flight = spec.octs_in_flight();
   uint64_t split_octs = std::max<uint64_t>(ko / wanted_splits, kMinRowsSplitOcts);
+  split_octs = std::max<uint64_t>(split_octs / in_flight * in_flight, in_flight);
   split_octs = std::min<uint64_t>({split_octs, spec.max_split_octs(), ko});
   const uint32_t splits = static_cast<uint32_t>(CeilDiv(ko, split_octs));
   const uint64_t row_words = (p.n + 3) / 4;
@@ -562,19 +582,19 @@ void PlanStackedProduct(const std::vector<WorkItem*>& items, uint64_t total_rows
 BufferId AddPackedB(const QuantizedMatMulOperation& op, const std::string& form,
                     std::shared_ptr<const Buffer> (*pack)(const QuantizedMatMulOperation&),
                     const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
-  std::shared_ptr<const Buffer> packed;
   const std::string& id = op.b.registered_id();
-  const std::string cache_id = id + "/" + form;
-  if (!id.empty()) packed = DerivedFormCache::Get().Find(cache_id, {op.b.bytes});
-  if (packed == nullptr) {
-    packed = pack(op);
-    if (!id.empty()) {
-      DerivedFormCache::Get().Put(cache_id, {op.b.bytes}, packed,
-                                  options.packed_weight_cache_bytes);
-    }
+  if (id.empty()) {
+    std::shared_ptr<const Buffer> packed = pack(op);
+    return builder.AddUpload(packed, 0, packed->size());
   }
-  return id.empty() ? builder.AddUpload(packed, 0, packed->size())
-                    : builder.AddResident(packed, cache_id);
+  // Both layouts hold every slice's KO x N octs.
+  const uint64_t size = uint64_t{op.b_batch} * op.b_channel * DepthOcts(op.k) * op.n * 8;
+  const uint64_t cache_bytes = options.packed_weight_cache_bytes;
+  std::string key = id + "/" + form;
+  return builder.AddResident(size, key, [&op, pack, key, cache_bytes] {
+    return DerivedFormCache::Get().FindOrMake(key, {op.b.bytes}, cache_bytes,
+                                              [&] { return pack(op); });
+  });
 }
 
 // A product whose output slices pair every batch of A with every channel of

@@ -204,17 +204,29 @@ class RowsBuilder {
       a_.iadd(a_read, a_read, A::l(32 * octs_in_block));
       a_.iadd(oct, oct, A::l(octs_in_block));
     };
-    if (in_flight > 1) {
-      a_.loop();
-      a_.iadd(next, oct, A::l(in_flight));
-      a_.ult(next, octs_, next);
-      a_.breakc_nz(next);
-      block(in_flight);
+    if (in_flight == 1) {
+      a_.LoopWhileUnsignedLess(oct, octs_);
+      block(1);
       a_.endloop();
+      return;
     }
-    a_.LoopWhileUnsignedLess(oct, octs_);
-    block(1);
+    a_.loop();
+    a_.iadd(next, oct, A::l(in_flight));
+    a_.ult(next, octs_, next);
+    a_.breakc_nz(next);
+    block(in_flight);
     a_.endloop();
+    // The remainder (fewer than in_flight octs) in blocks of in_flight / 2,
+    // / 4, ..., 1: one wait per set bit instead of one per oct, which for a
+    // short split would be most of its time.
+    const Operand rest = a_.Scalar();
+    a_.iadd(rest, octs_, -oct);
+    for (uint32_t octs_in_block = in_flight / 2; octs_in_block >= 1; octs_in_block /= 2) {
+      a_.and_(next, rest, A::l(octs_in_block));
+      a_.if_nz(next);
+      block(octs_in_block);
+      a_.endif();
+    }
   }
 
   void StorePartials() {
