@@ -61,6 +61,9 @@ DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_256x4096x4096_registered_b, 1
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_16x4096x4096_registered_b, 1, 16, 4096, 4096,
                        true)
     ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, large_qlinear_1x16384x16384_registered_b, 1, 1, 16384, 16384,
+                       true)
+    ->Unit(benchmark::kMillisecond);
 DMLSERVE_CPU_BENCHMARK(BM_CpuMatMul, qlinear_1x4096x4096, 1, 1, 4096, 4096)
     ->Unit(benchmark::kMillisecond);
 // Registered weights stay packed on the device: the steady state of serving.

@@ -238,11 +238,14 @@ absl::Status RunBatch(d3d12::DeviceRuntime& runtime, CommandRecorder& recorder, 
   const std::set<const Buffer*> request = RequestBuffers(*item.operation);
   std::set<const Buffer*> made;
   uint64_t made_bytes = 0, made_resident_bytes = 0;
+  std::set<std::string> resident_keys;
   for (const d3d12::BufferSpec& spec : plan.buffers) {
-    if (spec.host_bytes != nullptr && request.count(spec.host_bytes.get()) == 0 &&
-        made.insert(spec.host_bytes.get()).second) {
-      (spec.kind == d3d12::BufferKind::kResident ? made_resident_bytes : made_bytes) +=
-          spec.host_bytes->size();
+    if (spec.kind == d3d12::BufferKind::kResident) {
+      // Made (and counted) only when the batch uploads it.
+      if (resident_keys.insert(spec.resident_key).second) made_resident_bytes += spec.size_bytes;
+    } else if (spec.host_bytes != nullptr && request.count(spec.host_bytes.get()) == 0 &&
+               made.insert(spec.host_bytes.get()).second) {
+      made_bytes += spec.host_bytes->size();
     }
   }
   const uint64_t resident_uploads = runtime.stats().resident_uploads;

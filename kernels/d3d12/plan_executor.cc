@@ -132,7 +132,7 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
       return absl::InvalidArgumentError(absl::StrCat("buffer ", id, " is ", spec.size_bytes,
                                                      " bytes; sizes are positive multiples of 4"));
     }
-    if (spec.kind == BufferKind::kUpload || spec.kind == BufferKind::kResident) {
+    if (spec.kind == BufferKind::kUpload) {
       if (spec.host_bytes == nullptr || spec.host_offset > spec.host_bytes->size() ||
           spec.host_bytes->size() - spec.host_offset < spec.size_bytes) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -140,8 +140,10 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
             " of ", spec.host_bytes ? spec.host_bytes->size() : 0, " host bytes"));
       }
     }
-    if (spec.kind == BufferKind::kResident && spec.resident_key.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("resident buffer ", id, " has no key"));
+    if (spec.kind == BufferKind::kResident &&
+        (spec.resident_key.empty() || !spec.make_resident_bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resident buffer ", id, " has no key or no way to make its bytes"));
     }
   }
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
@@ -298,6 +300,18 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
     staging_offset[id] = upload_bytes;
     upload_bytes += AlignUp(plan.buffers[id].size_bytes, StagingRings::kAlignment);
   }
+  // Resident forms to upload are made now, and only now (kResident).
+  std::vector<std::shared_ptr<const Buffer>> made(count);
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (!upload_here[id] || spec.kind != BufferKind::kResident) continue;
+    made[id] = spec.make_resident_bytes();
+    if (made[id] == nullptr || made[id]->size() < spec.size_bytes) {
+      return absl::InternalError(absl::StrCat("the resident form ", spec.resident_key, " is ",
+                                              made[id] ? made[id]->size() : 0,
+                                              " bytes; the plan needs ", spec.size_bytes));
+    }
+  }
   absl::StatusOr<StagingRings::Reservation> staging =
       parts_.staging->Reserve(upload_bytes, readback_bytes);
   if (!staging.ok()) return DeviceFailure(staging.status());
@@ -313,7 +327,10 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
     if (spec.kind == BufferKind::kZeroed) {
       std::memset(destination, 0, spec.size_bytes);
     } else {
-      ParallelMemcpy(destination, spec.host_bytes->data() + spec.host_offset, spec.size_bytes);
+      const char* source = spec.kind == BufferKind::kResident
+                               ? made[id]->data()
+                               : spec.host_bytes->data() + spec.host_offset;
+      ParallelMemcpy(destination, source, spec.size_bytes);
     }
     if (!arena_upload) {
       states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);

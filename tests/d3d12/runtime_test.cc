@@ -1,6 +1,7 @@
 // The D3D12 runtime (devices, queues, memory, plan execution, faults) on
 // real vkd3d + lavapipe, driven by the test kernels.
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -264,9 +265,11 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   // A second batch offers different bytes under the same key: if it
   // re-uploaded, the result would show it.
   std::vector<uint32_t> impostor = RandomWords(n, 10);
+  // The form is made only by batches that upload it.
+  std::atomic<int> made{0};
   auto plan_with = [&](const std::vector<uint32_t>& resident, const std::vector<uint32_t>& x) {
     DispatchPlan plan;
-    plan.buffers = {ResidentBuffer("w1/test-form", resident), UploadBuffer(x),
+    plan.buffers = {ResidentBuffer("w1/test-form", resident, &made), UploadBuffer(x),
                     DeviceBuffer(BufferKind::kOutput, n)};
     plan.dispatches = {AddDispatch(0, 1, 2, n, 0)};
     return plan;
@@ -277,6 +280,7 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(Words((*first)[2]->view()), AddReference(weights, x1, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+  EXPECT_EQ(made.load(), 1);
   EXPECT_TRUE(runtime->IsResident("w1"));
   EXPECT_FALSE(runtime->IsResident("w"));
   EXPECT_FALSE(runtime->IsResident("w1/test"));
@@ -286,6 +290,7 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(Words((*second)[2]->view()), AddReference(weights, x2, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 1u);
+  EXPECT_EQ(made.load(), 1);
   EXPECT_EQ(runtime->stats().buffers_created, created);
 
   // Released: the next batch uploads what it brings.
@@ -295,6 +300,7 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ(Words((*third)[2]->view()), AddReference(impostor, x2, 0));
   EXPECT_EQ(runtime->stats().resident_uploads, 2u);
+  EXPECT_EQ(made.load(), 2);
 }
 
 // A form of several registered tensors belongs to each ("s/form z": to s

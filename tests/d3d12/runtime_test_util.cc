@@ -51,10 +51,16 @@ BufferSpec UploadBuffer(const std::vector<uint32_t>& values) {
   return spec;
 }
 
-BufferSpec ResidentBuffer(const std::string& key, const std::vector<uint32_t>& values) {
-  BufferSpec spec = UploadBuffer(values);
+BufferSpec ResidentBuffer(const std::string& key, const std::vector<uint32_t>& values,
+                          std::atomic<int>* made) {
+  BufferSpec spec;
   spec.kind = BufferKind::kResident;
+  spec.size_bytes = values.size() * 4;
   spec.resident_key = key;
+  spec.make_resident_bytes = [bytes = HostBytes(values), made]() -> std::shared_ptr<const Buffer> {
+    if (made != nullptr) ++*made;
+    return bytes;
+  };
   return spec;
 }
 

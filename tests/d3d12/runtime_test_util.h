@@ -3,6 +3,7 @@
 
 // Helpers for tests that drive the D3D12 runtime with the test kernels.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,7 +27,9 @@ std::shared_ptr<const Buffer> HostBytes(const std::vector<uint32_t>& values);
 std::vector<uint32_t> Words(absl::string_view bytes);
 
 BufferSpec UploadBuffer(const std::vector<uint32_t>& values);
-BufferSpec ResidentBuffer(const std::string& key, const std::vector<uint32_t>& values);
+// `made`, when given, counts the calls of its make_resident_bytes.
+BufferSpec ResidentBuffer(const std::string& key, const std::vector<uint32_t>& values,
+                          std::atomic<int>* made = nullptr);
 BufferSpec DeviceBuffer(BufferKind kind, uint64_t words);
 
 // u[out] = a + b + bias over `n` words (kAddKernel).

@@ -34,9 +34,10 @@ using BufferId = uint32_t;
 
 enum class BufferKind : uint8_t {
   kUpload,    // filled from `host_bytes` before the first dispatch
-  kResident,  // like kUpload, but a registered tensor's derived form (e.g.
-              // packed weights) that the runtime keeps on the device, keyed
-              // by `resident_key`, and uploads only when not yet resident
+  kResident,  // a registered tensor's derived form (e.g. packed weights)
+              // that the runtime keeps on the device, keyed by
+              // `resident_key`; made by `make_resident_bytes` and uploaded
+              // only when not yet resident
   kScratch,   // device-only, contents undefined at start
   kZeroed,    // device-only, zero-filled before the first dispatch
   kOutput,    // device-only; read back after the last dispatch
@@ -45,12 +46,19 @@ enum class BufferKind : uint8_t {
 struct BufferSpec {
   BufferKind kind = BufferKind::kScratch;
   uint64_t size_bytes = 0;  // multiple of 4
-  // kUpload / kResident: the bytes to upload (size_bytes of them). Shared so
-  // a planner can point at a request's tensor without copying.
+  // kUpload: the bytes to upload (size_bytes of them). Shared so a planner
+  // can point at a request's tensor without copying.
   std::shared_ptr<const Buffer> host_bytes;
   uint64_t host_offset = 0;
   // kResident: identity of the derived form, e.g. "w1/qmm-b-packed".
   std::string resident_key;
+  // kResident: makes the form's bytes (at least size_bytes of them). The
+  // runtime calls it only when the key is not resident on its device, on
+  // the batch's thread while the batch runs (so it may refer to the batch's
+  // requests): a batch that finds the form resident neither makes it nor
+  // holds a host copy of it (a 256 MiB weight's host repack took longer
+  // than its GEMV's whole batch).
+  std::function<std::shared_ptr<const Buffer>()> make_resident_bytes;
 };
 
 // A buffer bound to a root SRV/UAV, starting `offset_bytes` into it (multiple

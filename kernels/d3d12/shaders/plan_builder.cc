@@ -39,11 +39,16 @@ BufferId PlanBuilder::AddUpload(std::shared_ptr<const Buffer> bytes, uint64_t of
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
-BufferId PlanBuilder::AddResident(std::shared_ptr<const Buffer> bytes, std::string resident_key) {
-  const BufferId id = AddUpload(bytes, 0, bytes->size());
-  buffers_[id].kind = BufferKind::kResident;
-  buffers_[id].resident_key = std::move(resident_key);
-  return id;
+BufferId PlanBuilder::AddResident(uint64_t size_bytes, std::string resident_key,
+                                  std::function<std::shared_ptr<const Buffer>()> make) {
+  DMLSERVE_DCHECK(size_bytes > 0 && size_bytes % 4 == 0);
+  BufferSpec spec;
+  spec.kind = BufferKind::kResident;
+  spec.size_bytes = size_bytes;
+  spec.resident_key = std::move(resident_key);
+  spec.make_resident_bytes = std::move(make);
+  buffers_.push_back(std::move(spec));
+  return static_cast<BufferId>(buffers_.size() - 1);
 }
 
 BufferId PlanBuilder::AddDeviceBuffer(BufferKind kind, uint64_t size_bytes) {

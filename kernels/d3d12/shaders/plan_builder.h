@@ -36,8 +36,11 @@ class PlanBuilder {
   // `bytes` [offset, offset + size) is uploaded; when `size` is not a
   // multiple of 4 the bytes are copied into a zero-padded buffer.
   BufferId AddUpload(std::shared_ptr<const Buffer> bytes, uint64_t offset, uint64_t size);
-  // A device-resident derived form of a registered tensor (see kResident).
-  BufferId AddResident(std::shared_ptr<const Buffer> bytes, std::string resident_key);
+  // A device-resident derived form of a registered tensor, `size_bytes` (a
+  // multiple of 4) long, made by `make` only when it must be uploaded (see
+  // kResident).
+  BufferId AddResident(uint64_t size_bytes, std::string resident_key,
+                       std::function<std::shared_ptr<const Buffer>()> make);
   BufferId AddDeviceBuffer(BufferKind kind, uint64_t size_bytes);
 
   // `dispatch`'s grid must be set by SetGroupCount (checked: the grid's root
