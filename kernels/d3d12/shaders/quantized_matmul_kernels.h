@@ -141,11 +141,14 @@ struct QuantizedMatMulKernelSpec {
 // Per oct a thread does 16 * R MACs for about 32 + 18 * R ALU ops. B is
 // streamed once, so what bounds a GEMV is the bytes in flight: each
 // iteration of the K loop first loads octs_in_flight() octs of both columns
-// (8 for R = 1: 16 independent 8-byte loads a thread), then uses them; the
+// (16 for R = 1: 32 independent 8-byte loads a thread), then uses them; the
 // planner makes splits whole iterations, and the last split's remainder is
-// taken in blocks of half, a quarter, ... of them. R x octs stays
-// at most 8 (16 for R = 16), so the unrolled loop stays small (lavapipe's
-// compiler time grows with it) while taller tiles hide latency with MACs.
+// taken in blocks of half, a quarter, ... of them. R x octs is 16 for R = 1
+// and 16 (R = 16) or 8 otherwise, so the unrolled loop stays small
+// (lavapipe's compiler time grows with it) while taller tiles hide latency
+// with MACs. On an H100 a 1 x 4096^2 GEMV took 27 us of GPU time with 16
+// octs in flight against 32.5 with 8, and a 256 MiB B streamed at 1.95-1.98
+// TB/s either way (docs/benchmarks.md).
 struct QuantizedMatMulRowsSpec {
   bool a_signed = true;
   bool b_signed = true;
@@ -156,7 +159,7 @@ struct QuantizedMatMulRowsSpec {
   static constexpr uint32_t tile_n() { return kThreads * kColumnsPerThread; }
   // K octs one split may hold (A staged whole).
   uint32_t max_split_octs() const { return kSharedBytes / (rows * 32); }
-  uint32_t octs_in_flight() const { return rows >= 8 ? 1 : 8 / rows; }
+  uint32_t octs_in_flight() const { return rows == 1 ? 16 : rows >= 8 ? 1 : 8 / rows; }
   std::string Key() const;  // "qmm.rows/s8/u8/r16"
   static absl::StatusOr<QuantizedMatMulRowsSpec> Parse(absl::string_view key);
 };
