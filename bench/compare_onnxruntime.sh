@@ -17,9 +17,11 @@
 # (interleaved rounds per case, default 3; each engine keeps its best).
 #
 # DMLSERVE_CPU_ISA=avx2|avxvnni|avx512vnni (environment) forces dmlserve's
-# path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|... oneDNN's; ONNX
-# Runtime always picks its own, so on a CPU with more than the forced level
-# compare against the level's limits instead (bench/cpu_isa_report.py).
+# path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|... oneDNN's.
+# ONNX Runtime has no such switch: ORT_ISA=avx2 runs it under gdb with
+# AVX-512 hidden from its library (bench/onnxruntime/hide_avx512.py: cpuid
+# and XCR0 as an AVX2-only CPU reports them, while ORT initialises), so it
+# takes the AVX2 path it takes on such a CPU; this needs gdb and objdump.
 #
 # onnxruntime-node is installed from npm into a temporary folder, removed at
 # the end; nothing is written into the repository.
@@ -57,8 +59,19 @@ echo "installing onnxruntime-node@${ort_version} into ${work}" >&2
 (cd "${work}" && npm init -y >/dev/null &&
   npm install --ignore-scripts --no-audit --no-fund --loglevel=error "onnxruntime-node@${ort_version}" >&2)
 
-echo "dmlserve ISA path: ${DMLSERVE_CPU_ISA:-best the CPU has}; oneDNN: ${ONEDNN_MAX_CPU_ISA:-its own choice}" >&2
-node "${repo}/bench/onnxruntime/compare.mjs" \
+ort_isa="${ORT_ISA:-}"
+launcher=()
+case "${ort_isa}" in
+  "") ;;
+  avx2)
+    command -v gdb >/dev/null && command -v objdump >/dev/null ||
+      { echo "ORT_ISA=avx2 needs gdb and objdump" >&2; exit 2; }
+    launcher=(gdb -q -batch -x "${repo}/bench/onnxruntime/hide_avx512.py" --args) ;;
+  *) echo "ORT_ISA must be avx2 (or unset), not ${ort_isa}" >&2; exit 2 ;;
+esac
+
+echo "dmlserve ISA path: ${DMLSERVE_CPU_ISA:-best the CPU has}; oneDNN: ${ONEDNN_MAX_CPU_ISA:-its own choice}; ONNX Runtime: ${ort_isa:-its own choice}" >&2
+"${launcher[@]}" node "${repo}/bench/onnxruntime/compare.mjs" \
   --ort_modules="${work}/node_modules" \
   --dmlserve_bench="${dmlserve_bench}" \
   ${onednn_bench:+--onednn_bench="${onednn_bench}"} \
