@@ -185,6 +185,10 @@ function matmulModel(ort, c, outputType, random) {
     // The middle of the output range: 0 for int8, 128 for uint8.
     scalar('y_zero_point', outputType, outputType === 'u8' ? 128 : 0),
   ];
+  // What the exactness check (wrongOutputs) needs to recompute outputs.
+  const reference = {a, b, aZeroPoint: A_ZERO_POINT[c.a], yScale: outputScale(c),
+                     yZeroPoint: outputType === 'u8' ? 128 : 0, yType: outputType,
+                     bScales: null, bZeroPoints: null};
   if (c.perColumn) {
     const scales = new Float32Array(c.n);
     const zeroPoints = new bType.array(c.n);
@@ -192,6 +196,8 @@ function matmulModel(ort, c, outputType, random) {
       scales[j] = B_SCALE * (0.5 + random() / 4294967296);
       zeroPoints[j] = 1 + (random() % 3);  // 1..3: non-zero, valid for both types
     }
+    reference.bScales = scales;
+    reference.bZeroPoints = zeroPoints;
     initializers.push({name: 'b_scale', dataType: DataType.FLOAT, dims: [c.n], data: scales});
     initializers.push({name: 'b_zero_point', dataType: bType.onnx, dims: [c.n], data: zeroPoints});
   } else {
@@ -219,7 +225,37 @@ function matmulModel(ort, c, outputType, random) {
       outputs: [{name: 'y', dataType: TYPES[outputType].onnx, dims: [c.m, c.n]}],
     },
   });
-  return {model, feeds};
+  return {model, feeds, reference};
+}
+
+// Recomputes up to 8 rows of a QLinearMatMul output exactly (int32 sums,
+// requantized in double) and counts the outputs that differ from `y` by more
+// than 1 (float rounding of the scale may move a result by 1): an engine
+// whose int8 step saturates (vpmaddubsw on full-range weights) shows here.
+function wrongOutputs(c, reference, y) {
+  const {a, b, aZeroPoint, yScale, yZeroPoint, yType, bScales, bZeroPoints} = reference;
+  const {min, max} = TYPES[yType];
+  const rows = Math.min(c.m, 8);
+  let wrong = 0;
+  for (let i = 0; i < rows; ++i) {
+    const r = Math.floor((i * c.m) / rows);
+    const sums = new Float64Array(c.n);
+    for (let k = 0; k < c.k; ++k) {
+      const av = a[r * c.k + k] - aZeroPoint;
+      if (av === 0) continue;
+      const row = k * c.n;
+      for (let j = 0; j < c.n; ++j) sums[j] += av * (b[row + j] - (bZeroPoints ? bZeroPoints[j] : B_ZERO_POINT));
+    }
+    for (let j = 0; j < c.n; ++j) {
+      const scale = (A_SCALE * (bScales ? bScales[j] : B_SCALE)) / yScale;
+      const x = sums[j] * scale;
+      let q = Math.round(x);
+      if (Math.abs(x - Math.trunc(x)) === 0.5) q = 2 * Math.round(x / 2);  // ties to even
+      const expected = Math.min(max, Math.max(min, q + yZeroPoint));
+      if (Math.abs(expected - y[r * c.n + j]) > 1) ++wrong;
+    }
+  }
+  return {wrong, checked: rows * c.n};
 }
 
 function scanModel(ort, c, random) {
@@ -464,6 +500,12 @@ async function main() {
               let clamped = 0;
               for (const v of y) if (v === min || v === max) ++clamped;
               detail += `, ${((100 * clamped) / y.length).toFixed(2)}% of outputs saturated`;
+              const {wrong, checked} = wrongOutputs(c, built.reference, y);
+              detail += `, ${wrong} of ${checked} checked outputs wrong (off by more than 1)`;
+              if (wrong > 0) {
+                const wrongNote = `${wrong} of ${checked} checked outputs wrong (off by more than 1)`;
+                result.note = result.note ? `${result.note}; ${wrongNote}` : wrongNote;
+              }
             }
             ortDetail = detail;
           }
