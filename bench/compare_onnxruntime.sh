@@ -19,9 +19,10 @@
 # DMLSERVE_CPU_ISA=avx2|avxvnni|avx512vnni (environment) forces dmlserve's
 # path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|... oneDNN's.
 # ONNX Runtime has no such switch: ORT_ISA=avx2 runs it under gdb with
-# AVX-512 hidden from its library (bench/onnxruntime/hide_avx512.py: cpuid
-# and XCR0 as an AVX2-only CPU reports them, while ORT initialises), so it
-# takes the AVX2 path it takes on such a CPU; this needs gdb and objdump.
+# AVX-512, AVX-VNNI and AMX hidden from its library
+# (bench/onnxruntime/avx2_only_cpu.py: cpuid and XCR0 as an AVX2-only CPU
+# reports them, while ORT initialises), so it takes the AVX2 path it takes
+# on such a CPU; this needs gdb and objdump.
 #
 # onnxruntime-node is installed from npm into a temporary folder, removed at
 # the end; nothing is written into the repository.
@@ -66,7 +67,7 @@ case "${ort_isa}" in
   avx2)
     command -v gdb >/dev/null && command -v objdump >/dev/null ||
       { echo "ORT_ISA=avx2 needs gdb and objdump" >&2; exit 2; }
-    launcher=(gdb -q -batch -x "${repo}/bench/onnxruntime/hide_avx512.py" --args) ;;
+    launcher=(gdb -q -batch -x "${repo}/bench/onnxruntime/avx2_only_cpu.py" --args) ;;
   *) echo "ORT_ISA must be avx2 (or unset), not ${ort_isa}" >&2; exit 2 ;;
 esac
 

@@ -53,24 +53,26 @@ void RunWarm(benchmark::State& state, const std::vector<Operation>& operations,
     state.SkipWithError(error.c_str());
     return;
   }
+  // One batch, its items' statuses folded into the result.
   std::vector<WorkItem> warmup(operations.size());
-  for (size_t i = 0; i < operations.size(); ++i) warmup[i] = WorkItem{&operations[i], {}, {}};
-  absl::Status status = device->Execute(absl::MakeSpan(warmup));
-  for (const WorkItem& item : warmup) {
-    if (status.ok()) status = item.status;
-  }
-  if (!status.ok()) {
-    state.SkipWithError(("warm-up batch failed: " + status.ToString()).c_str());
-    return;
-  }
+  auto execute = [&]() {
+    for (size_t i = 0; i < operations.size(); ++i) warmup[i] = WorkItem{&operations[i], {}, {}};
+    absl::Status status = device->Execute(absl::MakeSpan(warmup));
+    for (const WorkItem& item : warmup) {
+      if (status.ok()) status = item.status;
+    }
+    return status;
+  };
+  absl::Status status = execute();
   // A GPU idles at a low clock (an H100 at 345 MHz, not 1980) and reaches
   // full clock only after a fraction of a second of load: keep it busy for
   // kGpuWarmUp before timing, or a short case is timed at the idle clock.
   constexpr auto kGpuWarmUp = std::chrono::milliseconds(500);
   const auto warm_up_end = std::chrono::steady_clock::now() + kGpuWarmUp;
-  while (status.ok() && std::chrono::steady_clock::now() < warm_up_end) {
-    for (size_t i = 0; i < operations.size(); ++i) warmup[i] = WorkItem{&operations[i], {}, {}};
-    status = device->Execute(absl::MakeSpan(warmup));
+  while (status.ok() && std::chrono::steady_clock::now() < warm_up_end) status = execute();
+  if (!status.ok()) {
+    state.SkipWithError(("warm-up batch failed: " + status.ToString()).c_str());
+    return;
   }
   // GPU time of the dispatches alone (timestamps around them), beside the
   // wall-clock time of whole batches with their copies and submission.

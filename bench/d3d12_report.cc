@@ -241,7 +241,8 @@ absl::Status RunBatch(d3d12::DeviceRuntime& runtime, CommandRecorder& recorder, 
   std::set<std::string> resident_keys;
   for (const d3d12::BufferSpec& spec : plan.buffers) {
     if (spec.kind == d3d12::BufferKind::kResident) {
-      // Made (and counted) only when the batch uploads it.
+      // Made only when a batch uploads it: counted when this batch uploaded
+      // any resident form (an upper bound when it holds several).
       if (resident_keys.insert(spec.resident_key).second) made_resident_bytes += spec.size_bytes;
     } else if (spec.host_bytes != nullptr && request.count(spec.host_bytes.get()) == 0 &&
                made.insert(spec.host_bytes.get()).second) {

@@ -104,14 +104,15 @@ TEST(QuantizedMatMulKernelTest, RandomMatMulsInOneBatch) {
 TEST(QuantizedMatMulKernelTest, TileEdgesAndAllTypeCombinations) {
   std::mt19937_64 rng(5);
   std::vector<Operation> operations;
-  // qmm.rows (up to 64 rows: R = 1, 8, 16 with several row tiles, more than
-  // one 512-column tile, K past a quad; splits of 9 octs for R = 1 and 5
-  // for R = 4: the loop over several octs in flight and its remainder) and
-  // qmm.gemm (partial 128 x 128 tiles, split K), each with K not a multiple
-  // of 16.
+  // qmm.rows (up to 64 rows: R = 1, 2, 4, 8, 16 with several row tiles,
+  // more than one 512-column tile, K past a quad; splits of whole K-loop
+  // iterations and remainders that take every block: 15 octs for R = 1 are
+  // 8 + 4 + 2 + 1, 6 for R = 2 are 4 + 2, and the last splits of the long
+  // K leave 4 + 1) and qmm.gemm (partial 128 x 128 tiles, split K), each
+  // with K not a multiple of 16.
   const uint32_t shapes[][3] = {{1, 1, 1},      {65, 33, 130},  {130, 67, 63},  {7, 300, 9},
                                 {16, 100, 600}, {64, 257, 513}, {129, 40, 257}, {2, 1000, 1030},
-                                {1, 9000, 520}, {3, 9000, 40}};
+                                {1, 9000, 520}, {3, 9000, 40},  {1, 120, 40},   {2, 48, 40}};
   for (DataType a_type : {DataType::kInt8, DataType::kUint8}) {
     for (DataType b_type : {DataType::kInt8, DataType::kUint8}) {
       for (DataType y_type : {DataType::kInt8, DataType::kUint8}) {

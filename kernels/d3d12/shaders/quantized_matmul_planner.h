@@ -5,9 +5,10 @@
 // (quantized_matmul_kernels.h).
 //
 // Jobs that share B (same tensor, b_scale, b_zero_point, and the same A and
-// output types) form one group. B is repacked once per group on the host
-// (transposed, 4 k per word); a registered B becomes a kResident buffer so the
-// packed weights stay on the device (and the host repack is cached). When B
+// output types) form one group, with B packed into octs once per group: a
+// request's own B on the device (qmm.packb), a registered B on the host as a
+// kResident buffer, made only when a device must upload it (and cached on
+// the host for other devices), so the packed weights stay on the device. When B
 // is a single matrix, the group's A rows are stacked into one tall A and run
 // as ONE product, with per-row scale/zero-point arrays; a B with batch or
 // channel slices runs one dispatch per job, broadcasting by slice strides.

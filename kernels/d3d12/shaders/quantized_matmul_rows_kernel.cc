@@ -151,8 +151,8 @@ class RowsBuilder {
     }
     // B is streamed once (each byte feeds R rows at most): what bounds a
     // GEMV is how many bytes each thread has in flight. The K loop loads
-    // octs_in_flight() octs of both columns before it uses any, then a
-    // remainder loop takes one oct at a time.
+    // octs_in_flight() octs of both columns before it uses any; fewer left
+    // than that are taken in blocks of half, a quarter, ... as many.
     const uint32_t in_flight = spec_.octs_in_flight();
     std::vector<std::array<Operand, Spec::kColumnsPerThread>> b_words(in_flight);
     for (auto& octs : b_words) {

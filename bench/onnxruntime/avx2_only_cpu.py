@@ -1,10 +1,12 @@
-# gdb extension: runs a program as if the CPU had no AVX-512, for ONNX
-# Runtime's shared library only, so that ORT takes the AVX2 path it takes on
-# an AVX2-only CPU (Zen 2/3, pre-Ice-Lake Intel) while running here.
+# gdb extension: runs a program as if the CPU had nothing beyond AVX2 (no
+# AVX-512, AVX-VNNI or AMX), for ONNX Runtime's shared library only, so that
+# ORT takes the AVX2 path it takes on an AVX2-only CPU (Zen 2/3,
+# pre-Ice-Lake Intel) while running here. The gdb exits with the program's
+# status.
 #
-#   gdb -q -batch -x bench/onnxruntime/hide_avx512.py --args node compare.mjs ...
+#   gdb -q -batch -x bench/onnxruntime/avx2_only_cpu.py --args node compare.mjs ...
 #
-# ORT_HIDE_AVX512_LIB (environment) names the library if it is not
+# ORT_AVX2_ONLY_LIB (environment) names the library if it is not
 # libonnxruntime.so*.
 #
 # ORT (MLAS, its CPUIDInfo and the libraries it bundles) decides its kernels
@@ -12,11 +14,13 @@
 # CPUID faulting to mask the CPU for a whole process. So every `cpuid` and
 # `xgetbv` instruction in the library (found by objdump) gets a breakpoint:
 # at the instruction its inputs (leaf, subleaf) are recorded; just after it
-# the AVX-512 feature bits are cleared from the outputs:
+# the feature bits past AVX2 are cleared from the outputs:
 #   leaf 7.0:  EBX AVX512F/DQ/IFMA/PF/ER/CD/BW/VL, ECX VBMI/VBMI2/VNNI/BITALG/
-#              VPOPCNTDQ, EDX 4VNNIW/4FMAPS/VP2INTERSECT/FP16
-#   leaf 7.1:  EAX AVX512_BF16 (AVX-VNNI, bit 4, is left as the CPU has it)
-#   leaf 0xD.0 and XCR0: the opmask and ZMM state bits (5-7)
+#              VPOPCNTDQ, EDX 4VNNIW/4FMAPS/VP2INTERSECT/AMX-BF16/AVX512-FP16/
+#              AMX-TILE/AMX-INT8
+#   leaf 7.1:  EAX AVX-VNNI, AVX512_BF16; EDX AVX-VNNI-INT8
+#   leaf 0xD.0 and XCR0: the opmask and ZMM state bits (5-7) and AMX's
+#              tile state bits (17-18)
 # Breakpoints are hit only while ORT initialises, so the timed code runs
 # untouched. The program's children (the dmlserve and oneDNN benches) are
 # not traced.
@@ -25,12 +29,13 @@ import subprocess
 
 import gdb
 
-LIB = os.environ.get("ORT_HIDE_AVX512_LIB", "libonnxruntime.so")
-AVX512_STATE = 0xE0
+LIB = os.environ.get("ORT_AVX2_ONLY_LIB", "libonnxruntime.so")
+STATE_BITS = 0xE0 | (1 << 17) | (1 << 18)  # XCR0 / leaf 0xD.0 EAX
 LEAF7_EBX = (1 << 16) | (1 << 17) | (1 << 21) | (1 << 26) | (1 << 27) | (1 << 28) | (1 << 30) | (1 << 31)
 LEAF7_ECX = (1 << 1) | (1 << 6) | (1 << 11) | (1 << 12) | (1 << 14)
-LEAF7_EDX = (1 << 2) | (1 << 3) | (1 << 8) | (1 << 23)
-LEAF7_1_EAX = 1 << 5
+LEAF7_EDX = (1 << 2) | (1 << 3) | (1 << 8) | (1 << 22) | (1 << 23) | (1 << 24) | (1 << 25)
+LEAF7_1_EAX = (1 << 4) | (1 << 5)
+LEAF7_1_EDX = 1 << 4
 
 
 def instruction_offsets(path, mnemonic):
@@ -74,9 +79,10 @@ class CpuidOut(gdb.Breakpoint):
             cleared["cpuid 7.0"] += 1
         elif leaf == 7 and subleaf == 1:
             clear("rax", LEAF7_1_EAX)
+            clear("rdx", LEAF7_1_EDX)
             cleared["cpuid 7.1"] += 1
         elif leaf == 0xD and subleaf == 0:
-            clear("rax", AVX512_STATE)
+            clear("rax", STATE_BITS)
             cleared["cpuid 0xd.0"] += 1
         return False
 
@@ -84,7 +90,7 @@ class CpuidOut(gdb.Breakpoint):
 class XgetbvOut(gdb.Breakpoint):
     def stop(self):
         if register("rcx") & 0xFFFFFFFF == 0:  # XCR0
-            clear("rax", AVX512_STATE)
+            clear("rax", STATE_BITS)
             cleared["xgetbv"] += 1
         return False
 
@@ -104,7 +110,7 @@ def arm():
                 CpuidOut("*0x%x" % (base + offset + 2), internal=True)  # 0f a2
             for offset in instruction_offsets(path, "xgetbv"):
                 XgetbvOut("*0x%x" % (base + offset + 3), internal=True)  # 0f 01 d0
-            gdb.write("hide_avx512: %s\n" % path)
+            gdb.write("avx2_only_cpu: %s\n" % path)
             return path
     return None
 
@@ -121,7 +127,17 @@ while gdb.selected_inferior().pid != 0:
         armed = arm()
     gdb.execute("continue", to_string=True)
 if armed is None:
-    gdb.write("hide_avx512: %s was never loaded\n" % LIB)
+    gdb.write("avx2_only_cpu: %s was never loaded\n" % LIB)
 else:
-    gdb.write("hide_avx512: AVX-512 bits cleared: %s\n" %
+    gdb.write("avx2_only_cpu: feature bits cleared: %s\n" %
               ", ".join("%s x%d" % (k, v) for k, v in cleared.items()))
+# The program's exit status (128 + the signal when a signal killed it), so
+# that a caller's `set -e` sees a failure.
+try:
+    status = int(gdb.parse_and_eval("$_exitcode"))
+except (gdb.error, ValueError):
+    try:
+        status = 128 + int(gdb.parse_and_eval("$_exitsignal"))
+    except (gdb.error, ValueError):
+        status = 1
+gdb.execute("quit %d" % status)
