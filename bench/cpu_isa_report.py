@@ -35,6 +35,7 @@ DEFAULT_FILTER = ('u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|'
                   'u8s8_per_column_256x4096x4096_registered_b|u8u8_256x4096x4096_registered_b|'
                   's8s8_256x4096x4096_registered_b|u8s8_1024x1024x1024_registered_b|'
                   'u8s8_16x4096x4096_registered_b|u8s8_1x4096x4096_registered_b|u8s8_1x4096x4096/|'
+                  'u8s8_b7_1x4096x4096_registered_b|'
                   'u8s8_odd_255x4001x4095_registered_b|u8s8_odd_4096x4093x15_registered_b|'
                   'u8s8_odd_7x4096x11008_registered_b|u8s8_odd_333x1000x777_registered_b|'
                   'u8s8_odd_61x2050x3001_registered_b|u8s8_odd_128x11008x4096_registered_b')

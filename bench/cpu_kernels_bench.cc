@@ -154,26 +154,24 @@ QGemmCase Case(DataType a, DataType b, DataType out, uint32_t m, uint32_t k, uin
   return QGemmCase{a, b, out, m, k, n, per_column, registered_b};
 }
 
+// The case with 7-bit weights (B in [-64, 63]): where AVX2's vpmaddubsw
+// kernel is exact.
+QGemmCase SevenBitB(QGemmCase c) {
+  c.seven_bit_b = true;
+  return c;
+}
+
 #define DMLSERVE_QGEMM_BENCHMARK(name, ...) \
   DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__))->Unit(benchmark::kMillisecond)
+#define DMLSERVE_QGEMM_B7_BENCHMARK(name, ...)                            \
+  DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, SevenBitB(Case(__VA_ARGS__))) \
+      ->Unit(benchmark::kMillisecond)
 
 DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, false);
-// 7-bit weights (B in [-64, 63]): where AVX2's vpmaddubsw kernel is exact.
-DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, u8s8_b7_256x4096x4096_registered_b,
-                       [] {
-                         QGemmCase c = Case(kU8, kS8, kS8, 256, 4096, 4096, true);
-                         c.seven_bit_b = true;
-                         return c;
-                       }())
-    ->Unit(benchmark::kMillisecond);
-DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, u8s8_b7_256x4096x4096,
-                       [] {
-                         QGemmCase c = Case(kU8, kS8, kS8, 256, 4096, 4096, false);
-                         c.seven_bit_b = true;
-                         return c;
-                       }())
-    ->Unit(benchmark::kMillisecond);
+DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
+                            true);
+DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, false);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
                          true, true);
 DMLSERVE_QGEMM_BENCHMARK(u8u8_256x4096x4096_registered_b, kU8, kU8, kS8, 256, 4096, 4096, true);
@@ -190,6 +188,8 @@ DMLSERVE_QGEMM_BENCHMARK(s8u8_to_u8_256x4096x4096_registered_b, kS8, kU8, kU8, 2
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1024x1024x1024_registered_b, kU8, kS8, kS8, 1024, 1024, 1024, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_16x4096x4096_registered_b, kU8, kS8, kS8, 16, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
+// The GEMV on 7-bit weights: where ONNX Runtime's AVX2 path is exact too.
+DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
 // The load generator's serving shape (dmlserve-load --matmul_shape=1,1024,1024):
 // one request alone, and 32 fused into one batch (s8 A, u8 B, per-column B).

@@ -267,6 +267,8 @@ DMLSERVE_ONEDNN_BENCHMARK(s8u8_256x4096x4096_registered_b, kS8, kU8, 256, 4096, 
 DMLSERVE_ONEDNN_BENCHMARK(u8s8_1024x1024x1024_registered_b, kU8, kS8, 1024, 1024, 1024, true);
 DMLSERVE_ONEDNN_BENCHMARK(u8s8_16x4096x4096_registered_b, kU8, kS8, 16, 4096, 4096, true);
 DMLSERVE_ONEDNN_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, 1, 4096, 4096, true);
+DMLSERVE_ONEDNN_BENCHMARK(u8s8_b7_1x4096x4096_registered_b, kU8, kS8, 1, 4096, 4096, true, false,
+                          false, true);
 DMLSERVE_ONEDNN_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, 1, 4096, 4096, false);
 // Not in the comparison table: the same products with run-time output scales.
 DMLSERVE_ONEDNN_BENCHMARK(u8s8_256x4096x4096_registered_b_runtime_scales, kU8, kS8, 256, 4096, 4096,

@@ -42,6 +42,7 @@ const MATMUL_CASES = [
   {name: 'u8s8_1024x1024x1024_registered_b', a: 'u8', b: 's8', m: 1024, k: 1024, n: 1024, registeredB: true},
   {name: 'u8s8_16x4096x4096_registered_b', a: 'u8', b: 's8', m: 16, k: 4096, n: 4096, registeredB: true},
   {name: 'u8s8_1x4096x4096_registered_b', a: 'u8', b: 's8', m: 1, k: 4096, n: 4096, registeredB: true},
+  {name: 'u8s8_b7_1x4096x4096_registered_b', a: 'u8', b: 's8', m: 1, k: 4096, n: 4096, registeredB: true, sevenBitB: true},
   {name: 'u8s8_1x4096x4096', a: 'u8', b: 's8', m: 1, k: 4096, n: 4096, registeredB: false},
 ];
 
