@@ -186,6 +186,28 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   const bool strips_optional = rows != kPackBAnyRows && reader.repack_b != nullptr;
   const bool stream_repacked =
       packed->strips * packed->repacked_strip_stride() >= kStreamRepackedBytes;
+  // Repacks `chunk` quads from q0 of one strip (`part`, its packed bytes)
+  // into the repacked copy; `scratch` is the calling thread's.
+  auto repack = [&](size_t strip, size_t q0, size_t chunk, const int8_t* part,
+                    AlignedBytes& scratch) {
+    int8_t* repacked = packed->repacked.get() + strip * packed->repacked_strip_stride() +
+                       q0 * packed->repacked_quad_bytes;
+    if (!stream_repacked) {
+      packed->repacked_by(part, chunk, repacked);
+      return;
+    }
+    if (scratch == nullptr)
+      scratch = AllocateAligned(kPackChunkQuads * packed->repacked_quad_bytes);
+    packed->repacked_by(part, chunk, scratch.get());
+    StreamCopy(repacked, scratch.get(), chunk * packed->repacked_quad_bytes);
+  };
+  // While every value seen fits 7 bits, repacking waits: a B that fits is
+  // read by the 7-bit kernel, and its repacked copy would be dropped (for a
+  // 16 MiB B, 32 MiB written for nothing). Chunks packed before the first
+  // wider value are repacked after the pass, from their strips, which are
+  // kept until then (`keep`).
+  const size_t chunks = (packed->quads + kPackChunkQuads - 1) / kPackChunkQuads;
+  std::vector<uint8_t> repack_later(check_seven_bits ? packed->strips * chunks : 0, 0);
   const int64_t tasks = (packed->strips + kStripsPerTask - 1) / kStripsPerTask;
   const int64_t min_tasks = std::max<int64_t>(1, (1 << 16) / (int64_t{op.k} * kStripsPerTask * 16));
   ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
@@ -221,23 +243,34 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
             wide_values.store(true, std::memory_order_relaxed);
           }
           if (packed->repacked_by == nullptr) continue;
-          int8_t* repacked = packed->repacked.get() +
-                             (strip0 + s) * packed->repacked_strip_stride() +
-                             q0 * packed->repacked_quad_bytes;
-          if (!stream_repacked) {
-            packed->repacked_by(part, chunk, repacked);
+          if (check_seven_bits && !wide_values.load(std::memory_order_relaxed)) {
+            // Nothing wider seen yet, so this chunk was kept in `values`.
+            repack_later[(strip0 + s) * chunks + q0 / kPackChunkQuads] = 1;
             continue;
           }
-          if (repacked_scratch == nullptr) {
-            repacked_scratch = AllocateAligned(kPackChunkQuads * packed->repacked_quad_bytes);
-          }
-          packed->repacked_by(part, chunk, repacked_scratch.get());
-          StreamCopy(repacked, repacked_scratch.get(), chunk * packed->repacked_quad_bytes);
+          repack(strip0 + s, q0, chunk, part, repacked_scratch);
         }
       }
     }
     if (stream_repacked) FenceStreamingStores();
   });
+  // B turned out wider than 7 bits after some chunks: repack those now.
+  if (packed->repacked_by != nullptr && wide_values.load(std::memory_order_relaxed)) {
+    ParallelFor(tasks, min_tasks, [&](int64_t first, int64_t last) {
+      AlignedBytes repacked_scratch;
+      for (size_t strip = first * kStripsPerTask;
+           strip < std::min<size_t>(last * kStripsPerTask, packed->strips); ++strip) {
+        for (size_t c = 0; c < chunks; ++c) {
+          if (!repack_later[strip * chunks + c]) continue;
+          const size_t q0 = c * kPackChunkQuads;
+          repack(strip, q0, std::min(kPackChunkQuads, packed->quads - q0),
+                 packed->values.get() + strip * packed->strip_stride() + q0 * kQGemmQuadBytes,
+                 repacked_scratch);
+        }
+      }
+      if (stream_repacked) FenceStreamingStores();
+    });
+  }
   packed->seven_bit = check_seven_bits && !wide_values.load(std::memory_order_relaxed);
   if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, reader_rows) != &reader) {
     packed->repacked_by = nullptr;  // the 7-bit kernel reads the strips themselves

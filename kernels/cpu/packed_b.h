@@ -152,7 +152,9 @@ inline constexpr uint64_t kPackBAnyRows = ~uint64_t{0};
 // reads B repacked, it is repacked too,
 // once, here: a registered B then costs that kernel nothing per call, and
 // takes that much more memory (AVX2's int16 pairs: 3x B's size in all,
-// counted by byte_size() and so by PackedBCache). For a known row count
+// counted by byte_size() and so by PackedBCache). A B that fits 7 bits is
+// read by the 7-bit kernel instead and is not repacked at all (the repack
+// waits for the first wider value). For a known row count
 // whose kernel reads B repacked, the strips are kept only if B fits 7 bits:
 // otherwise `values` is null and only the repacked copy exists.
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
