@@ -34,6 +34,14 @@ std::shared_ptr<Buffer> Buffer::Adopt(std::string bytes) {
   return buffer;
 }
 
+std::shared_ptr<Buffer> Buffer::Borrow(char* data, size_t size, std::shared_ptr<void> owner) {
+  auto buffer = std::make_shared<Buffer>(PrivateKey());
+  buffer->owner_ = std::move(owner);
+  buffer->data_ = data;
+  buffer->size_ = size;
+  return buffer;
+}
+
 Buffer::~Buffer() { BufferPool::Get().Release(block_); }
 
 std::string Buffer::ReleaseString() {

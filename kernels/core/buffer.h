@@ -6,7 +6,7 @@
 // they hold the same Buffer pointer; devices and caches use that pointer as
 // the storage's identity.
 //
-// A Buffer's bytes live in one of two places:
+// A Buffer's bytes live in one of three places:
 //   - a pooled block (Uninitialized, Zeroed, Copy): aligned to kAlignment
 //     (64 bytes, one cache line: whole-line SIMD loads and non-temporal
 //     stores), taken from and given back to the process-wide BufferPool, so
@@ -47,6 +47,10 @@ class Buffer {
   static std::shared_ptr<Buffer> Copy(absl::string_view bytes);
   // Takes `bytes` over without copying them.
   static std::shared_ptr<Buffer> Adopt(std::string bytes);
+  // The `size` bytes at `data`, which stay valid, and are touched by nobody
+  // else, while `owner` lives; the buffer holds `owner` until it is
+  // destroyed. `data` must not be null.
+  static std::shared_ptr<Buffer> Borrow(char* data, size_t size, std::shared_ptr<void> owner);
 
   // Only the factories above can call it (PrivateKey is private); public so
   // that std::make_shared allocates the buffer and its reference count at
@@ -74,8 +78,9 @@ class Buffer {
   char* data_ = nullptr;
   size_t size_ = 0;
   bool adopted_ = false;
-  std::string string_;       // adopted bytes
-  BufferPool::Block block_;  // pooled bytes
+  std::string string_;           // adopted bytes
+  BufferPool::Block block_;      // pooled bytes
+  std::shared_ptr<void> owner_;  // keeps borrowed bytes valid
 };
 
 }  // namespace dmlserve

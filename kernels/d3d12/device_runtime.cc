@@ -10,17 +10,20 @@
 #include "kernels/d3d12/plan_executor.h"
 #include "kernels/d3d12/resident_tensors.h"
 #include "kernels/d3d12/root_signature.h"
-#include "kernels/d3d12/staging_rings.h"
+#include "kernels/d3d12/upload_ring.h"
 
 namespace dmlserve::d3d12 {
 
 // Declaration order is destruction order reversed: whatever lends buffers
-// (pool, factory) outlives whatever borrows them.
+// (pool, factory) outlives whatever borrows them. The readback pool is
+// shared: outputs lent to callers may outlive the device and return their
+// buffers to it then.
 struct DeviceRuntime::Parts {
   ComPtr<ID3D12Device> device;
   std::unique_ptr<BufferFactory> factory;
   std::unique_ptr<GpuBufferPool> pool;
-  std::unique_ptr<StagingRings> staging;
+  std::shared_ptr<GpuBufferPool> readbacks;
+  std::unique_ptr<UploadRing> uploads;
   std::unique_ptr<ResidentTensors> residents;
   std::unique_ptr<PipelineCache> pipelines;
   std::unique_ptr<CommandRing> commands;
@@ -41,8 +44,10 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
   parts->device = device;
   parts->factory = std::make_unique<BufferFactory>(device);
   parts->pool = std::make_unique<GpuBufferPool>(parts->factory.get(), options.pool_max_idle_bytes);
-  parts->staging =
-      std::make_unique<StagingRings>(parts->factory.get(), options.staging_initial_bytes);
+  parts->readbacks = std::make_shared<GpuBufferPool>(
+      parts->factory.get(), options.pool_max_idle_bytes, HeapKind::kReadback);
+  parts->uploads =
+      std::make_unique<UploadRing>(parts->factory.get(), options.upload_ring_initial_bytes);
   parts->residents = std::make_unique<ResidentTensors>(parts->pool.get());
 
   absl::StatusOr<ComPtr<ID3D12RootSignature>> root_signature =
@@ -74,7 +79,8 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
   PlanExecutorParts executor_parts;
   executor_parts.device = device.get();
   executor_parts.commands = parts->commands.get();
-  executor_parts.staging = parts->staging.get();
+  executor_parts.uploads = parts->uploads.get();
+  executor_parts.readbacks = parts->readbacks;
   executor_parts.pool = parts->pool.get();
   executor_parts.residents = parts->residents.get();
   executor_parts.pipelines = parts->pipelines.get();
@@ -120,7 +126,8 @@ void DeviceRuntime::Evict(absl::string_view registered_id) {
 }
 
 uint64_t DeviceRuntime::memory_bytes() const {
-  return parts_->pool->memory_bytes() + parts_->staging->memory_bytes();
+  return parts_->pool->memory_bytes() + parts_->readbacks->memory_bytes() +
+         parts_->uploads->memory_bytes();
 }
 
 uint64_t DeviceRuntime::resident_bytes() const { return parts_->residents->resident_bytes(); }
@@ -133,7 +140,9 @@ RuntimeStats DeviceRuntime::stats() const {
   stats.dispatch_ns = parts_->commands->dispatch_ns();
   stats.timed_batches = parts_->commands->timed_batches();
   stats.copy_in_ns = parts_->executor->copy_in_ns();
-  stats.copy_out_ns = parts_->executor->copy_out_ns();
+  stats.record_ns = parts_->executor->record_ns();
+  stats.submit_ns = parts_->executor->submit_ns();
+  stats.wait_ns = parts_->executor->wait_ns();
   stats.pipelines = parts_->pipelines->size();
   stats.memory_bytes = memory_bytes();
   return stats;

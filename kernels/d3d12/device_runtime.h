@@ -2,7 +2,7 @@
 #define DMLSERVE_KERNELS_D3D12_DEVICE_RUNTIME_H_
 
 // Everything one logical D3D12 device owns, put together: its queue and
-// command ring, staging rings, buffer pool, resident tensors, pipeline cache
+// command ring, upload ring, buffer pools, resident tensors, pipeline cache
 // and health, and the executor that runs plans on them. Operator-agnostic
 // (D3D12Device adds the planner and the dmlserve::Device interface), and
 // free of the rest of dmlserve, so that it also builds for Windows with
@@ -37,9 +37,10 @@ struct RuntimeOptions {
   int fail_after_batches = -1;  // fault injection (fault_injection.h)
   // A batch whose fence has not completed after this long means a hung device.
   uint32_t batch_timeout_ms = 60000;
-  // Starting size of each staging ring; they grow to the largest batch.
-  uint64_t staging_initial_bytes = uint64_t{1} << 20;
-  // Idle pooled buffers kept for reuse beyond this are freed.
+  // Starting size of the upload ring; it grows to the largest batch.
+  uint64_t upload_ring_initial_bytes = uint64_t{1} << 20;
+  // Idle pooled buffers kept for reuse beyond this are freed (per pool: GPU
+  // memory and readback memory).
   uint64_t pool_max_idle_bytes = uint64_t{512} << 20;
   // Tools only (bench/d3d12_report.cc): what batches record into instead of
   // the command lists themselves (see CommandListWrapper). Empty in serving.
@@ -56,9 +57,13 @@ struct RuntimeStats {
   // queue has no timestamps).
   uint64_t dispatch_ns = 0;
   uint64_t timed_batches = 0;
-  // CPU time copying into the upload ring and out of the readback ring.
+  // CPU time copying host bytes into the upload ring. (Outputs are lent
+  // from readback memory, not copied.)
   uint64_t copy_in_ns = 0;
-  uint64_t copy_out_ns = 0;
+  // Wall time of each phase of a batch, summed (PlanExecutor::record_ns()).
+  uint64_t record_ns = 0;
+  uint64_t submit_ns = 0;
+  uint64_t wait_ns = 0;
   size_t pipelines = 0;
   uint64_t memory_bytes = 0;
 };
@@ -81,7 +86,8 @@ class DeviceRuntime {
   bool IsResident(absl::string_view registered_id) const;
   void Evict(absl::string_view registered_id);
 
-  // Device memory held: pooled and resident buffers, staging rings.
+  // Memory held: pooled (GPU and readback) and resident buffers, the upload
+  // ring. Readback buffers lent out with outputs count until returned.
   uint64_t memory_bytes() const;
   // Of which registered tensors' resident forms.
   uint64_t resident_bytes() const;

@@ -1,5 +1,7 @@
 #include "kernels/d3d12/gpu_buffer_pool.h"
 
+#include "kernels/d3d12/hresult.h"
+
 namespace dmlserve::d3d12 {
 
 uint64_t GpuBufferPool::SizeClass(uint64_t size_bytes) {
@@ -24,10 +26,15 @@ absl::StatusOr<PooledBuffer> GpuBufferPool::Acquire(uint64_t size_bytes) {
       return buffer;
     }
   }
-  absl::StatusOr<ComPtr<ID3D12Resource>> resource =
-      factory_->Create(HeapKind::kDefault, size_class);
+  absl::StatusOr<ComPtr<ID3D12Resource>> resource = factory_->Create(kind_, size_class);
   if (!resource.ok()) return resource.status();
   PooledBuffer buffer;
+  if (kind_ == HeapKind::kReadback) {
+    void* mapped = nullptr;
+    HRESULT hr = (*resource)->Map(0, nullptr, &mapped);  // everything may be read
+    if (FAILED(hr)) return HResultError(hr, "ID3D12Resource::Map (readback buffer)");
+    buffer.mapped = static_cast<uint8_t*>(mapped);
+  }
   buffer.address = (*resource)->GetGPUVirtualAddress();
   buffer.resource = std::move(*resource);
   buffer.size_bytes = size_class;

@@ -61,6 +61,25 @@ class BatchBuffers {
   ResidentTensors* residents_;
 };
 
+// A readback buffer lent with a batch's outputs: the outputs borrow its
+// mapped memory, and it goes back to its pool when the last of them is
+// dropped (or when the batch fails before handing any out).
+class ReadbackLease {
+ public:
+  ReadbackLease(std::shared_ptr<GpuBufferPool> pool, PooledBuffer buffer)
+      : pool_(std::move(pool)), buffer_(std::move(buffer)) {}
+  ~ReadbackLease() { pool_->Release(std::move(buffer_)); }
+  ReadbackLease(const ReadbackLease&) = delete;
+  ReadbackLease& operator=(const ReadbackLease&) = delete;
+
+  ID3D12Resource* resource() const { return buffer_.resource.get(); }
+  char* data() const { return reinterpret_cast<char*>(buffer_.mapped); }
+
+ private:
+  std::shared_ptr<GpuBufferPool> pool_;
+  PooledBuffer buffer_;
+};
+
 // Resource states within one command list. Buffers decay to COMMON at the
 // end of every ExecuteCommandLists, so each list starts from COMMON.
 class StateTracker {
@@ -200,6 +219,7 @@ absl::Status PlanExecutor::DeviceFailure(const absl::Status& failure) {
 }
 
 absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
+  const auto run_start = std::chrono::steady_clock::now();
   if (absl::Status health = parts_.health->status(); !health.ok()) return health;
   if (absl::Status valid = ValidatePlan(plan); !valid.ok()) return valid;
 
@@ -247,23 +267,23 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
       upload_here[id] = true;
     }
   }
-  // The batch's kUpload buffers are ranges of one upload arena, and its
-  // kOutput buffers ranges of one output arena, laid out as in the staging
-  // rings: one copy in and one copy out per batch, and one state transition
-  // each (ValidatePlan guarantees uploads are only read and outputs only
-  // written by dispatches). Resident uploads and zeroed buffers stay
-  // separate resources with their own copies.
+  // The batch's kUpload buffers are ranges of one upload arena, laid out as
+  // in the upload ring, and its kOutput buffers ranges of one output arena,
+  // laid out as in the readback buffer: one copy in and one copy out per
+  // batch, and one state transition each (ValidatePlan guarantees uploads are only read and outputs
+  // only written by dispatches). Resident uploads and zeroed buffers stay separate resources with
+  // their own copies.
   std::vector<uint64_t> staging_offset(count, 0);
   uint64_t upload_arena_bytes = 0, output_arena_bytes = 0;
   for (BufferId id = 0; id < count; ++id) {
     const BufferSpec& spec = plan.buffers[id];
     if (spec.kind == BufferKind::kUpload) {
       staging_offset[id] = upload_arena_bytes;
-      upload_arena_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+      upload_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
       buffers.in_arena_[id] = true;
     } else if (spec.kind == BufferKind::kOutput) {
       staging_offset[id] = output_arena_bytes;
-      output_arena_bytes += AlignUp(spec.size_bytes, StagingRings::kAlignment);
+      output_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
       buffers.in_arena_[id] = true;
     }
   }
@@ -291,14 +311,13 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   }
 
   // Staging: the upload arena's bytes first, then each separate upload at
-  // an aligned offset; the output arena fills the start of the readback
-  // region.
+  // an aligned offset. The output arena is copied whole into one readback
+  // buffer.
   uint64_t upload_bytes = upload_arena_bytes;
-  const uint64_t readback_bytes = output_arena_bytes;
   for (BufferId id = 0; id < count; ++id) {
     if (!upload_here[id]) continue;
     staging_offset[id] = upload_bytes;
-    upload_bytes += AlignUp(plan.buffers[id].size_bytes, StagingRings::kAlignment);
+    upload_bytes += AlignUp(plan.buffers[id].size_bytes, UploadRing::kAlignment);
   }
   // Resident forms to upload are made now, and only now (kResident).
   std::vector<std::shared_ptr<const Buffer>> made(count);
@@ -312,9 +331,14 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
                                               " bytes; the plan needs ", spec.size_bytes));
     }
   }
-  absl::StatusOr<StagingRings::Reservation> staging =
-      parts_.staging->Reserve(upload_bytes, readback_bytes);
+  absl::StatusOr<UploadRing::Reservation> staging = parts_.uploads->Reserve(upload_bytes);
   if (!staging.ok()) return DeviceFailure(staging.status());
+  std::shared_ptr<ReadbackLease> readback;
+  if (output_arena_bytes > 0) {
+    absl::StatusOr<PooledBuffer> buffer = parts_.readbacks->Acquire(output_arena_bytes);
+    if (!buffer.ok()) return DeviceFailure(buffer.status());
+    readback = std::make_shared<ReadbackLease>(parts_.readbacks, std::move(*buffer));
+  }
 
   StateTracker states;
   // Uploads: host bytes (or zeros) into the ring, then copies into place.
@@ -323,7 +347,7 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
     const BufferSpec& spec = plan.buffers[id];
     const bool arena_upload = spec.kind == BufferKind::kUpload;
     if (!upload_here[id] && !arena_upload) continue;
-    uint8_t* destination = staging->upload_data() + staging_offset[id];
+    uint8_t* destination = staging->data() + staging_offset[id];
     if (spec.kind == BufferKind::kZeroed) {
       std::memset(destination, 0, spec.size_bytes);
     } else {
@@ -342,14 +366,13 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   }
   states.Flush(list);
   if (upload_arena_bytes > 0) {
-    list->CopyBufferRegion(buffers.upload_arena_.resource.get(), 0, staging->upload_buffer(),
-                           staging->upload_offset(), upload_arena_bytes);
+    list->CopyBufferRegion(buffers.upload_arena_.resource.get(), 0, staging->buffer(),
+                           staging->offset(), upload_arena_bytes);
   }
   for (BufferId id = 0; id < count; ++id) {
     if (!upload_here[id]) continue;
-    list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging->upload_buffer(),
-                           staging->upload_offset() + staging_offset[id],
-                           plan.buffers[id].size_bytes);
+    list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging->buffer(),
+                           staging->offset() + staging_offset[id], plan.buffers[id].size_bytes);
   }
 
   // Dispatches.
@@ -400,12 +423,12 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
 
   parts_.commands->MarkDispatchesEnd(context->get());
 
-  // Outputs to the readback ring: the output arena in one copy.
+  // Outputs to the readback buffer: the output arena in one copy.
   if (output_arena_bytes > 0) {
     states.Require(buffers.output_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
     states.Flush(list);
-    list->CopyBufferRegion(staging->readback_buffer(), staging->readback_offset(),
-                           buffers.output_arena_.resource.get(), 0, output_arena_bytes);
+    list->CopyBufferRegion(readback->resource(), 0, buffers.output_arena_.resource.get(), 0,
+                           output_arena_bytes);
   }
 
   if (parts_.faults->ShouldFailSubmission()) {
@@ -413,10 +436,15 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
         "ExecuteCommandLists: 0x887a0005 DXGI_ERROR_DEVICE_REMOVED (injected by the "
         "fail_after_batches fault-injection switch)"));
   }
+  const auto submit_start = std::chrono::steady_clock::now();
+  record_ns_.fetch_add(ElapsedNs(run_start) - ElapsedNs(submit_start), std::memory_order_relaxed);
   absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(context->get());
   if (!fence_value.ok()) return DeviceFailure(fence_value.status());
+  const auto wait_start = std::chrono::steady_clock::now();
+  submit_ns_.fetch_add(ElapsedNs(submit_start) - ElapsedNs(wait_start), std::memory_order_relaxed);
   absl::Status completed =
       parts_.commands->Wait(context->get(), *fence_value, parts_.batch_timeout_ms);
+  wait_ns_.fetch_add(ElapsedNs(wait_start), std::memory_order_relaxed);
   if (!completed.ok()) return DeviceFailure(completed);
   // A device can be removed without any call failing (vkd3d reports loss
   // only this way): do not trust outputs from a removed device.
@@ -429,15 +457,15 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
   buffers.uploading_.clear();
 
-  const auto copy_out_start = std::chrono::steady_clock::now();
+  // The outputs borrow the readback memory: a large scan's 64 MiB answer
+  // is not copied on the CPU (host memory traffic bound the end-to-end rate;
+  // docs/benchmarks.md).
   ReadBackBuffers outputs(count);
   for (BufferId id = 0; id < count; ++id) {
     if (plan.buffers[id].kind != BufferKind::kOutput) continue;
-    const uint8_t* source = staging->readback_data() + staging_offset[id];
-    outputs[id] = Buffer::Uninitialized(plan.buffers[id].size_bytes);
-    ParallelMemcpy(outputs[id]->data(), source, plan.buffers[id].size_bytes);
+    outputs[id] = Buffer::Borrow(readback->data() + staging_offset[id], plan.buffers[id].size_bytes,
+                                 readback);
   }
-  copy_out_ns_.fetch_add(ElapsedNs(copy_out_start), std::memory_order_relaxed);
   return outputs;
 }
 

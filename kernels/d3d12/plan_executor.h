@@ -4,9 +4,11 @@
 // Runs one DispatchPlan on one device: the plan's buffers come from the pool
 // (or stay resident), its uploads go through the upload ring, and ONE command
 // list holds the copies in, the dispatches with their state transitions and
-// UAV barriers, and the copies out to the readback ring. The batch waits for
-// its own fence and returns the read-back outputs. Knows nothing about
-// operators. Thread-safe: each concurrent Run holds its own command context.
+// UAV barriers, and the copy out into a pooled readback buffer. The batch
+// waits for its own fence and returns the outputs as Buffers that borrow
+// that readback memory (no CPU copy out; the readback buffer goes back to its
+// pool when the last of them is dropped). Knows nothing about operators.
+// Thread-safe: each concurrent Run holds its own command context.
 //
 // Errors: a plan that breaks the DispatchPlan contract is INVALID_ARGUMENT,
 // a kernel that does not build INTERNAL; neither harms the device. A lost
@@ -14,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,7 @@
 #include "kernels/d3d12/pipeline_cache.h"
 #include "kernels/d3d12/resident_tensors.h"
 #include "kernels/d3d12/shaders/dispatch_plan.h"
-#include "kernels/d3d12/staging_rings.h"
+#include "kernels/d3d12/upload_ring.h"
 
 namespace dmlserve::d3d12 {
 
@@ -34,8 +37,10 @@ namespace dmlserve::d3d12 {
 struct PlanExecutorParts {
   ID3D12Device* device = nullptr;
   CommandRing* commands = nullptr;
-  StagingRings* staging = nullptr;
+  UploadRing* uploads = nullptr;
   GpuBufferPool* pool = nullptr;
+  // Readback buffers outlive the device while callers hold outputs.
+  std::shared_ptr<GpuBufferPool> readbacks;
   ResidentTensors* residents = nullptr;
   PipelineCache* pipelines = nullptr;
   DeviceHealth* health = nullptr;
@@ -61,10 +66,16 @@ class PlanExecutor {
   // The read-back kOutput buffers: what DispatchPlan::finish takes.
   absl::StatusOr<ReadBackBuffers> Run(const DispatchPlan& plan);
 
-  // CPU time spent copying host bytes into the upload ring and read-back
-  // bytes out of the readback ring, summed over batches (nanoseconds).
+  // CPU time spent copying host bytes into the upload ring, summed over
+  // batches (nanoseconds).
   uint64_t copy_in_ns() const { return copy_in_ns_.load(std::memory_order_relaxed); }
-  uint64_t copy_out_ns() const { return copy_out_ns_.load(std::memory_order_relaxed); }
+  // Wall time of a batch's phases, summed over batches (nanoseconds):
+  // from Run's start to submission (buffers, copies in, recording), the
+  // submission itself (close, ExecuteCommandLists, Signal), and the wait for
+  // the fence. Their sum less the GPU time is the fixed cost of a batch.
+  uint64_t record_ns() const { return record_ns_.load(std::memory_order_relaxed); }
+  uint64_t submit_ns() const { return submit_ns_.load(std::memory_order_relaxed); }
+  uint64_t wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
 
  private:
   // `failure` happened on the device: was the device lost with it?
@@ -72,7 +83,7 @@ class PlanExecutor {
 
   PlanExecutorParts parts_;
   std::atomic<uint64_t> copy_in_ns_{0};
-  std::atomic<uint64_t> copy_out_ns_{0};
+  std::atomic<uint64_t> record_ns_{0}, submit_ns_{0}, wait_ns_{0};
 };
 
 }  // namespace dmlserve::d3d12

@@ -18,4 +18,4 @@ set(DMLSERVE_D3D12_RUNTIME_SOURCES
   resident_tensors.cc
   ring_allocator.cc
   root_signature.cc
-  staging_rings.cc)
+  upload_ring.cc)

@@ -208,25 +208,61 @@ TEST_F(RuntimeTest, SteadyStateCreatesNoResources) {
   EXPECT_EQ(steady.memory_bytes, warm.memory_bytes);
 }
 
-TEST_F(RuntimeTest, StagingRingsGrowForLargeBatches) {
+TEST_F(RuntimeTest, UploadRingGrowsForLargeBatches) {
   RuntimeOptions options;
-  options.staging_initial_bytes = 64 << 10;
+  options.upload_ring_initial_bytes = 64 << 10;
   auto runtime = MakeRuntime(options);
   ASSERT_NE(runtime, nullptr);
   const uint64_t before = runtime->memory_bytes();
-  const size_t n = 1 << 20;  // 4 MiB per buffer, far past the rings' 64 KiB
+  const size_t n = 1 << 20;  // 4 MiB per buffer, far past the ring's 64 KiB
   std::vector<uint32_t> a = RandomWords(n, 7), b = RandomWords(n, 8);
   absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, 3));
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   EXPECT_EQ(Words((*outputs)[2]->view()), AddReference(a, b, 3));
-  // Three 4 MiB pooled buffers and rings of at least 8 + 4 MiB.
+  // 8 + 4 MiB of GPU buffers (inputs, output), an upload ring of at least
+  // 8 MiB and the 4 MiB readback buffer the output still holds.
   EXPECT_GE(runtime->memory_bytes(), before + 3 * (4u << 20) + (12u << 20));
+}
+
+TEST_F(RuntimeTest, OutputsBorrowReadbackMemoryUntilDroppedAndMayOutliveTheDevice) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const size_t n = 50000;
+  std::vector<uint32_t> a = RandomWords(n, 31), b = RandomWords(n, 32);
+  absl::StatusOr<ReadBackBuffers> held = runtime->Run(AddPlan(a, b, 1));
+  ASSERT_TRUE(held.ok()) << held.status();
+  const std::vector<uint32_t> expected = AddReference(a, b, 1);
+  ASSERT_EQ(Words((*held)[2]->view()), expected);
+  // While held, the readback buffer is not reused: the next batches of the
+  // same shape get other memory, and the held answer stays as it was.
+  for (uint32_t seed : {2u, 3u}) {
+    absl::StatusOr<ReadBackBuffers> next = runtime->Run(AddPlan(b, a, seed));
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_NE((*next)[2]->data(), (*held)[2]->data());
+    EXPECT_EQ(Words((*next)[2]->view()), AddReference(b, a, seed));
+  }
+  EXPECT_EQ(Words((*held)[2]->view()), expected);
+  // Dropped, it is reused: the steady state creates nothing.
+  held->clear();
+  absl::StatusOr<ReadBackBuffers> again = runtime->Run(AddPlan(a, b, 4));
+  ASSERT_TRUE(again.ok()) << again.status();
+  const uint64_t created = runtime->stats().buffers_created;
+  for (int round = 0; round < 3; ++round) {
+    again = runtime->Run(AddPlan(a, b, 5 + round));
+    ASSERT_TRUE(again.ok()) << again.status();
+  }
+  EXPECT_EQ(runtime->stats().buffers_created, created);
+  // The device goes first; the answer it lent stays readable, and gives its
+  // buffer back when dropped (ASan and the lavapipe heap check this).
+  runtime.reset();
+  EXPECT_EQ(Words((*again)[2]->view()), AddReference(a, b, 7));
+  again->clear();
 }
 
 TEST_F(RuntimeTest, ConcurrentBatchesShareTheRingsAndStayCorrect) {
   RuntimeOptions options;
   options.inflight_batches = 3;
-  options.staging_initial_bytes = 256 << 10;  // small: batches wait for each other's space
+  options.upload_ring_initial_bytes = 256 << 10;  // small: batches wait for each other's space
   auto runtime = MakeRuntime(options);
   ASSERT_NE(runtime, nullptr);
   EXPECT_EQ(runtime->max_inflight_batches(), 3);
@@ -284,6 +320,9 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   EXPECT_TRUE(runtime->IsResident("w1"));
   EXPECT_FALSE(runtime->IsResident("w"));
   EXPECT_FALSE(runtime->IsResident("w1/test"));
+  // Outputs keep their readback buffer until dropped: drop them, so that the
+  // next batch can reuse every buffer and any creation means a re-upload.
+  first->clear();
   const uint64_t created = runtime->stats().buffers_created;
 
   absl::StatusOr<ReadBackBuffers> second = runtime->Run(plan_with(impostor, x2));

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -46,6 +47,20 @@ TEST(BufferTest, AdoptUsesTheStringInPlaceAndReleasesIt) {
   std::string released = buffer->ReleaseString();
   EXPECT_EQ(released.data(), data) << "released bytes are not copied";
   EXPECT_EQ(buffer->size(), 0u);
+}
+
+TEST(BufferTest, BorrowUsesTheMemoryInPlaceAndHoldsItsOwnerToTheEnd) {
+  auto memory = std::make_shared<std::string>(4096, 'y');
+  std::weak_ptr<std::string> watch = memory;
+  char* data = memory->data() + 256;
+  std::shared_ptr<Buffer> buffer = Buffer::Borrow(data, 1024, std::move(memory));
+  EXPECT_EQ(buffer->data(), data) << "borrowed bytes are not copied";
+  EXPECT_EQ(buffer->size(), 1024u);
+  EXPECT_FALSE(buffer->adopted());
+  EXPECT_EQ(buffer->view(), std::string(1024, 'y'));
+  EXPECT_FALSE(watch.expired()) << "the owner lives while the buffer does";
+  buffer.reset();
+  EXPECT_TRUE(watch.expired()) << "the owner goes with the last reference";
 }
 
 TEST(BufferPoolTest, ReleasedBlocksAreReusedUpToTheCap) {
