@@ -230,5 +230,17 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12Scan, large_cumsum_f32_4096x4096_axis1, kSum, D
     ->Threads(4)
     ->Unit(benchmark::kMillisecond);
 
+// The shared-B load's typical batch (docs/benchmarks.md, "dmlserve-load"):
+// 16 requests of 1 x 1024 x 1024 against a registered B, fused. One thread,
+// then 4 and 8 batches in flight as the server runs them: if the device
+// overlapped small batches' fixed costs, the time per batch (wall time
+// across the threads) would fall with more in flight.
+DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, shared_b_16x1x1024x1024_registered_b, 16, 1, 1024, 1024,
+                         true)
+    ->Threads(1)
+    ->Threads(4)
+    ->Threads(8)
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace dmlserve::bench
