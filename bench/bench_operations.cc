@@ -79,10 +79,13 @@ Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_
 }
 
 std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
-                                           const std::string& registered_id) {
+                                           const std::string& registered_id,
+                                           bool per_column_b_zero_point) {
   Tensor b = RandomTensor(DataType::kUint8, {k, n});
   b.set_registered_id(registered_id);
   const Tensor b_scale = Floats({1, 1, 1, n}, 0.005f, 0.01f);
+  const Tensor b_zero_point =
+      per_column_b_zero_point ? RandomTensor(DataType::kUint8, {1, 1, 1, n}) : Tensor();
   std::vector<Operation> operations;
   for (int i = 0; i < count; ++i) {
     QuantizedMatMulTensors t;
@@ -91,6 +94,7 @@ std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, ui
     t.a_zero_point = RandomTensor(DataType::kInt8, {1, 1, m, 1});
     t.b = b;
     t.b_scale = b_scale;
+    t.b_zero_point = b_zero_point;
     t.output_scale = Floats({1, 1, 1, 1}, 0.5f, 1.0f);
     operations.push_back(Check(MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8)));
   }

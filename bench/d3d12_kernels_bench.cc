@@ -18,6 +18,7 @@
 #include "kernels/d3d12/d3d12_backend.h"
 #include "kernels/d3d12/d3d12_device.h"
 #include "kernels/d3d12/device_runtime.h"
+#include "kernels/d3d12/shaders/batch_planner.h"
 
 namespace dmlserve::bench {
 namespace {
@@ -241,6 +242,27 @@ DMLSERVE_D3D12_BENCHMARK(BM_D3D12MatMul, shared_b_16x1x1024x1024_registered_b, 1
     ->Threads(4)
     ->Threads(8)
     ->Unit(benchmark::kMicrosecond);
+
+// The host's share of a batch before any D3D12 call: planning the shared-B
+// load's typical batch (16 requests of 1 x 1024 x 1024, per-column B scales
+// and zero points, as a registered B carries them). Needs no device; it lies
+// on the batch's critical path in the server.
+void BM_D3D12PlanBatch(benchmark::State& state) {
+  const std::vector<Operation> operations = MakeMatMulsSharingB(
+      16, 1, 1024, 1024, "bench-plan-weights", /*per_column_b_zero_point=*/true);
+  for (auto _ : state) {
+    std::vector<WorkItem> items(operations.size());
+    for (size_t i = 0; i < items.size(); ++i) items[i].operation = &operations[i];
+    absl::StatusOr<d3d12::DispatchPlan> plan = d3d12::PlanBatch(absl::MakeSpan(items));
+    if (!plan.ok()) {
+      state.SkipWithError(plan.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(plan->dispatches.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(operations.size()));
+}
+BENCHMARK(BM_D3D12PlanBatch)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace dmlserve::bench

@@ -294,6 +294,51 @@ TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   RunAndCheck(operations);  // second time with B resident on the device
 }
 
+// B's per-column zero points decide fusion by their values, whoever holds
+// them: two jobs sending equal ones in buffers of their own share a product,
+// a third with other values gets its own (the planner works out each
+// buffer's facts once per batch and must not mix them up).
+TEST(QuantizedMatMulKernelTest, EqualColumnZeroPointsFuseWhateverBufferHoldsThem) {
+  std::mt19937_64 rng(10);
+  Tensor b = RandomBytes(DataType::kUint8, {1, 1, 45, 19}, rng);
+  b.set_registered_id("weights-2");
+  Tensor b_scale = Floats({1, 1, 1, 19}, rng, 0.01f, 0.03f);
+  const Tensor same = RandomBytes(DataType::kUint8, {1, 1, 1, 19}, rng);
+  Tensor other = RandomBytes(DataType::kUint8, {1, 1, 1, 19}, rng);
+  other.mutable_data()[0] = static_cast<uint8_t>(same.data()[0] + 1);
+  std::vector<Operation> operations;
+  const uint32_t rows[] = {2, 5, 3};
+  for (int job = 0; job < 3; ++job) {
+    QuantizedMatMulTensors t;
+    t.a = RandomBytes(DataType::kInt8, {rows[job], 45}, rng);
+    t.a_scale = Floats({1, 1, rows[job], 1}, rng, 0.01f, 0.03f);
+    t.b = b;
+    t.b_scale = b_scale;
+    // Jobs 0 and 1: the same values, each in a buffer of its own.
+    const Tensor& source = job < 2 ? same : other;
+    t.b_zero_point = Tensor::Allocate(DataType::kUint8, {1, 1, 1, 19});
+    std::memcpy(t.b_zero_point.mutable_data(), source.data(), 19);
+    t.output_scale = Scalar(DataType::kFloat32, 0.1);
+    absl::StatusOr<QuantizedMatMulOperation> op =
+        MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+    ASSERT_TRUE(op.ok()) << op.status();
+    operations.push_back(*std::move(op));
+  }
+  std::vector<WorkItem> items(operations.size());
+  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  ASSERT_TRUE(plan.ok());
+  // The products' dispatches (besides them: their split-K reductions).
+  std::vector<uint32_t> product_rows;
+  for (const Dispatch& d : plan->dispatches) {
+    if (d.kernel.rfind("qmm.rows", 0) == 0 || d.kernel.rfind("qmm.gemm", 0) == 0) {
+      product_rows.push_back(d.constants[0]);
+    }
+  }
+  EXPECT_EQ(product_rows, (std::vector<uint32_t>{2u + 5u, 3u}));  // jobs 0 and 1 stacked
+  RunAndCheck(operations);
+}
+
 // Per-tensor A and output parameters: jobs that share them share one row
 // parameter entry (a 16M-row product uploads 16 bytes of parameters, not
 // 256 MiB); jobs whose per-tensor values differ get an entry per row.
@@ -430,6 +475,32 @@ TEST(QuantizedMatMulPlannerTest, AccumulatorRangeBound) {
   op.a.data_type = DataType::kInt8;  // |a| <= 128 without a zero point
   op.b.data_type = DataType::kInt8;
   op.k = 131071;
+  EXPECT_TRUE(CheckAccumulatorRange(op).ok());
+}
+
+TEST(QuantizedMatMulPlannerTest, AccumulatorRangeBoundTakesTheWidestZeroPointColumn) {
+  // int8 A without a zero point (|a| <= 128) and uint8 B with per-column zero
+  // points: 128 in every column but the last bounds |b - z| by 128; a 0 in
+  // the last column raises it to 255, and 65794 * 128 * 255 > 2^31 - 1.
+  QuantizedMatMulOperation op;
+  op.a.data_type = DataType::kInt8;
+  op.b.data_type = DataType::kUint8;
+  op.b_zero_point = Tensor::Allocate(DataType::kUint8, {1, 1, 1, 4});
+  std::memset(op.b_zero_point.mutable_data(), 128, 4);
+  op.k = 65794;
+  EXPECT_TRUE(CheckAccumulatorRange(op).ok());
+  op.b_zero_point.mutable_data()[3] = 0;
+  EXPECT_TRUE(absl::IsOutOfRange(CheckAccumulatorRange(op)));
+  op.k = 65793;  // 65793 * 128 * 255 = 2147483520
+  EXPECT_TRUE(CheckAccumulatorRange(op).ok());
+  // Signed zero points: the smallest one (-128) makes |b - z| reach 255.
+  op.b.data_type = DataType::kInt8;
+  op.b_zero_point = Tensor::Allocate(DataType::kInt8, {1, 1, 1, 3});
+  const int8_t zero_points[3] = {0, 5, -128};
+  std::memcpy(op.b_zero_point.mutable_data(), zero_points, 3);
+  op.k = 65794;
+  EXPECT_TRUE(absl::IsOutOfRange(CheckAccumulatorRange(op)));
+  op.b_zero_point.mutable_data()[2] = 0;  // now |b - z| <= 128
   EXPECT_TRUE(CheckAccumulatorRange(op).ok());
 }
 

@@ -10,10 +10,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "kernels/d3d12/shaders/kernel_assembler.h"
 #include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 
@@ -31,13 +33,17 @@ constexpr int kReduceStage = 2;
 
 bool IsSigned(DataType type) { return type == DataType::kInt8; }
 
+// Element `index` itself of a present INT8/UINT8 zero point (no broadcast).
+int32_t ZeroPointValue(const Tensor& t, uint64_t index) {
+  return t.data_type == DataType::kInt8 ? static_cast<int32_t>(t.data_as<int8_t>()[index])
+                                        : static_cast<int32_t>(t.data_as<uint8_t>()[index]);
+}
+
 // Element i of an INT8/UINT8 zero point (0 when absent), per-tensor
 // broadcast.
 int32_t ZeroPointAt(const Tensor& t, uint64_t i) {
   if (!t.present()) return 0;
-  const uint64_t index = t.element_count() == 1 ? 0 : i;
-  return t.data_type == DataType::kInt8 ? static_cast<int32_t>(t.data_as<int8_t>()[index])
-                                        : static_cast<int32_t>(t.data_as<uint8_t>()[index]);
+  return ZeroPointValue(t, t.element_count() == 1 ? 0 : i);
 }
 
 uint32_t ScaleBitsAt(const Tensor& t, uint64_t i) {
@@ -54,13 +60,23 @@ void StoreWord(std::string& s, uint64_t word, uint32_t value) {
 // |x - zero_point| over every value x of the type and every zero point given.
 uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
   const int32_t low = IsSigned(type) ? -128 : 0, high = IsSigned(type) ? 127 : 255;
-  const uint64_t count = zero_point.present() ? zero_point.element_count() : 1;
-  uint64_t worst = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    const int32_t z = ZeroPointAt(zero_point, i);
-    worst = std::max<uint64_t>(worst, std::max(std::abs(low - z), std::abs(high - z)));
+  // |v - z| over v in [low, high] peaks at v = low or v = high, and over the
+  // zero points at the smallest or the largest: one pass for those two. (A
+  // per-column zero point has N elements, and every item of a batch is
+  // checked: this ran per element through ZeroPointAt before, which put it
+  // among the D3D12 server's hottest functions on a 1 x 1024 x 1024 load.)
+  int32_t smallest = 0, largest = 0;
+  const uint64_t count = zero_point.present() ? zero_point.element_count() : 0;
+  if (count > 0) {
+    smallest = largest = ZeroPointValue(zero_point, 0);
+    for (uint64_t i = 1; i < count; ++i) {
+      const int32_t z = ZeroPointValue(zero_point, i);
+      smallest = std::min(smallest, z);
+      largest = std::max(largest, z);
+    }
   }
-  return worst;
+  return static_cast<uint64_t>(std::max({std::abs(low - smallest), std::abs(high - smallest),
+                                         std::abs(low - largest), std::abs(high - largest)}));
 }
 
 // K octs: 8 consecutive k values, the unit the kernels load B in.
@@ -166,17 +182,25 @@ struct Group {
   std::vector<WorkItem*> items;
 };
 
-std::string GroupKey(const QuantizedMatMulOperation& op) {
-  std::string key = absl::StrCat(
-      reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/", static_cast<int>(op.a.data_type), "/",
-      static_cast<int>(op.b.data_type), "/", static_cast<int>(op.output_data_type), "/", op.k, "/",
-      op.n, "/", op.b_batch, "/", op.b_channel, "/");
-  absl::StrAppend(&key, op.b_scale.bytes->view());
+// B's column parameters as a group key's part: the bytes themselves, so
+// that requests sending equal parameters in buffers of their own still fuse.
+std::string ColumnParamsKeyPart(const QuantizedMatMulOperation& op) {
+  std::string part(op.b_scale.bytes->view());
   if (op.b_zero_point.present()) {
-    absl::StrAppend(&key, "/z", static_cast<int>(op.b_zero_point.data_type), "/");
-    absl::StrAppend(&key, op.b_zero_point.bytes->view());
+    absl::StrAppend(&part, "/z", static_cast<int>(op.b_zero_point.data_type), "/",
+                    op.b_zero_point.bytes->view());
   }
-  return key;
+  return part;
+}
+
+// Products that fuse into one share B (the same buffer), the types, the
+// shape of B and B's column parameters (`column_params_part`, from
+// ColumnParamsKeyPart).
+std::string GroupKey(const QuantizedMatMulOperation& op, absl::string_view column_params_part) {
+  return absl::StrCat(reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/",
+                      static_cast<int>(op.a.data_type), "/", static_cast<int>(op.b.data_type), "/",
+                      static_cast<int>(op.output_data_type), "/", op.k, "/", op.n, "/", op.b_batch,
+                      "/", op.b_channel, "/", column_params_part);
 }
 
 // A rows are K4 = ceil(K/4) words, zero-padded (the kernel masks the values
@@ -266,9 +290,19 @@ bool UniformColumnParams(const QuantizedMatMulOperation& op) {
 std::shared_ptr<const Buffer> ColumnParamBytes(const QuantizedMatMulOperation& op,
                                                uint64_t columns) {
   std::string out(columns * 8, '\0');
+  // Per element through ScaleBitsAt / ZeroPointAt, each of which counts the
+  // tensor's elements again, this cost ~10 ns a column: N entries are made
+  // once per tensor for a registered B but once per batch for inline ones.
+  const bool one_scale = op.b_scale.element_count() == 1;
+  const Tensor& zp = op.b_zero_point;
+  const bool one_zero_point = !zp.present() || zp.element_count() == 1;
   for (uint64_t c = 0; c < columns; ++c) {
-    StoreWord(out, 2 * c, ScaleBitsAt(op.b_scale, c % op.n));
-    StoreWord(out, 2 * c + 1, static_cast<uint32_t>(ZeroPointAt(op.b_zero_point, c % op.n)));
+    const uint64_t column = c % op.n;
+    uint32_t scale_bits;
+    std::memcpy(&scale_bits, op.b_scale.data() + 4 * (one_scale ? 0 : column), 4);
+    StoreWord(out, 2 * c, scale_bits);
+    const int32_t zero_point = zp.present() ? ZeroPointValue(zp, one_zero_point ? 0 : column) : 0;
+    StoreWord(out, 2 * c + 1, static_cast<uint32_t>(zero_point));
   }
   return Buffer::Adopt(std::move(out));
 }
@@ -815,9 +849,13 @@ uint64_t QuantizedMatMulWorkingBytes(const QuantizedMatMulOperation& op) {
          3 * out_rows * n4_bytes;
 }
 
-absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
-  const uint64_t bound = uint64_t{op.k} * MaxCentered(op.a.data_type, op.a_zero_point) *
-                         MaxCentered(op.b.data_type, op.b_zero_point);
+namespace {
+
+// `b_max_centered` is MaxCentered(op.b.data_type, op.b_zero_point).
+absl::Status CheckAccumulatorRangeWith(const QuantizedMatMulOperation& op,
+                                       uint64_t b_max_centered) {
+  const uint64_t bound =
+      uint64_t{op.k} * MaxCentered(op.a.data_type, op.a_zero_point) * b_max_centered;
   if (bound > uint64_t{INT32_MAX}) {
     return absl::OutOfRangeError(absl::StrCat(
         "K = ", op.k,
@@ -828,19 +866,41 @@ absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckAccumulatorRange(const QuantizedMatMulOperation& op) {
+  return CheckAccumulatorRangeWith(op, MaxCentered(op.b.data_type, op.b_zero_point));
+}
+
 void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
                           const QuantizedMatMulPlannerOptions& options, PlanBuilder& builder) {
   std::map<std::string, Group> groups;
   std::vector<std::string> order;
+  // What depends on B's column parameters alone (their largest centred
+  // value, their part of the group key) is worked out once per buffer that
+  // holds them, not once per item: a batch's items normally share them, and
+  // per column they are N values each (1024 on the shared-B load, where doing
+  // this per item took two thirds of the planning time).
+  struct ColumnParamsFacts {
+    uint64_t b_max_centered = 0;
+    std::string key_part;
+  };
+  std::map<std::tuple<const Buffer*, const Buffer*, DataType>, ColumnParamsFacts> facts_by_buffers;
   for (WorkItem* item : items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
-    absl::Status status = CheckAccumulatorRange(op);
+    auto [facts, made] = facts_by_buffers.try_emplace(
+        std::make_tuple(op.b_scale.bytes.get(), op.b_zero_point.bytes.get(), op.b.data_type));
+    if (made) {
+      facts->second.b_max_centered = MaxCentered(op.b.data_type, op.b_zero_point);
+      facts->second.key_part = ColumnParamsKeyPart(op);
+    }
+    absl::Status status = CheckAccumulatorRangeWith(op, facts->second.b_max_centered);
     if (status.ok()) status = CheckAddressable(op);
     if (!status.ok()) {
       item->status = status;
       continue;
     }
-    const std::string key = GroupKey(op);
+    const std::string key = GroupKey(op, facts->second.key_part);
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(key);
     it->second.items.push_back(item);
