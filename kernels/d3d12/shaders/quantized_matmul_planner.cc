@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "kernels/d3d12/shaders/kernel_assembler.h"
 #include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 
@@ -194,13 +193,13 @@ std::string ColumnParamsKeyPart(const QuantizedMatMulOperation& op) {
 }
 
 // Products that fuse into one share B (the same buffer), the types, the
-// shape of B and B's column parameters (`column_params_part`, from
-// ColumnParamsKeyPart).
-std::string GroupKey(const QuantizedMatMulOperation& op, absl::string_view column_params_part) {
+// shape of B and B's column parameters: `column_params_id` numbers their
+// distinct values within the batch (from ColumnParamsKeyPart).
+std::string GroupKey(const QuantizedMatMulOperation& op, size_t column_params_id) {
   return absl::StrCat(reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/",
                       static_cast<int>(op.a.data_type), "/", static_cast<int>(op.b.data_type), "/",
                       static_cast<int>(op.output_data_type), "/", op.k, "/", op.n, "/", op.b_batch,
-                      "/", op.b_channel, "/", column_params_part);
+                      "/", op.b_channel, "/", column_params_id);
 }
 
 // A rows are K4 = ceil(K/4) words, zero-padded (the kernel masks the values
@@ -877,22 +876,25 @@ void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
   std::map<std::string, Group> groups;
   std::vector<std::string> order;
   // What depends on B's column parameters alone (their largest centred
-  // value, their part of the group key) is worked out once per buffer that
-  // holds them, not once per item: a batch's items normally share them, and
-  // per column they are N values each (1024 on the shared-B load, where doing
-  // this per item took two thirds of the planning time).
+  // value, which values they are) is worked out once per buffer that holds
+  // them, not once per item: a batch's items normally share them, and per
+  // column they are N values each. On the shared-B load's batch (16 items,
+  // N = 1024) doing it per item took 70-80 of the planner's 75-85 us
+  // (BM_D3D12PlanBatch).
   struct ColumnParamsFacts {
     uint64_t b_max_centered = 0;
-    std::string key_part;
+    size_t values_id = 0;  // equal values, equal id (whoever holds them)
   };
   std::map<std::tuple<const Buffer*, const Buffer*, DataType>, ColumnParamsFacts> facts_by_buffers;
+  std::map<std::string, size_t> values_ids;  // by ColumnParamsKeyPart
   for (WorkItem* item : items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     auto [facts, made] = facts_by_buffers.try_emplace(
         std::make_tuple(op.b_scale.bytes.get(), op.b_zero_point.bytes.get(), op.b.data_type));
     if (made) {
       facts->second.b_max_centered = MaxCentered(op.b.data_type, op.b_zero_point);
-      facts->second.key_part = ColumnParamsKeyPart(op);
+      facts->second.values_id =
+          values_ids.try_emplace(ColumnParamsKeyPart(op), values_ids.size()).first->second;
     }
     absl::Status status = CheckAccumulatorRangeWith(op, facts->second.b_max_centered);
     if (status.ok()) status = CheckAddressable(op);
@@ -900,7 +902,7 @@ void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
       item->status = status;
       continue;
     }
-    const std::string key = GroupKey(op, facts->second.key_part);
+    const std::string key = GroupKey(op, facts->second.values_id);
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(key);
     it->second.items.push_back(item);
