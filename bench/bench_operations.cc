@@ -94,7 +94,10 @@ std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, ui
     t.a_zero_point = RandomTensor(DataType::kInt8, {1, 1, m, 1});
     t.b = b;
     t.b_scale = b_scale;
-    t.b_zero_point = b_zero_point;
+    if (b_zero_point.present()) {
+      t.b_zero_point = Tensor::Allocate(b_zero_point.data_type, b_zero_point.sizes);
+      std::memcpy(t.b_zero_point.mutable_data(), b_zero_point.data(), b_zero_point.byte_size());
+    }
     t.output_scale = Floats({1, 1, 1, 1}, 0.5f, 1.0f);
     operations.push_back(Check(MakeQuantizedMatMulOperation(std::move(t), DataType::kInt8)));
   }

@@ -23,7 +23,9 @@ Operation MakeScan(OperatorKind kind, DataType type, const Shape& sizes, uint32_
 // int8, per-row A scales and zero points, per-column B scales) that all share
 // one B tensor, as the batcher groups them. A non-empty `registered_id` marks
 // B as a registered tensor (devices may keep it resident).
-// `per_column_b_zero_point` adds a per-column B zero point (shared like B).
+// `per_column_b_zero_point` adds a per-column B zero point: the same values
+// in a buffer of each request's own, as the server holds a per-tensor zero
+// point sent beside per-column scales (broadcast per request).
 std::vector<Operation> MakeMatMulsSharingB(int count, uint32_t m, uint32_t k, uint32_t n,
                                            const std::string& registered_id = "",
                                            bool per_column_b_zero_point = false);

@@ -66,13 +66,20 @@ uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
   // among the D3D12 server's hottest functions on a 1 x 1024 x 1024 load.)
   int32_t smallest = 0, largest = 0;
   const uint64_t count = zero_point.present() ? zero_point.element_count() : 0;
-  if (count > 0) {
-    smallest = largest = ZeroPointValue(zero_point, 0);
+  // Byte loops of one type each, which the compiler vectorizes.
+  auto extremes = [&](const auto* values) {
+    auto low_value = values[0], high_value = values[0];
     for (uint64_t i = 1; i < count; ++i) {
-      const int32_t z = ZeroPointValue(zero_point, i);
-      smallest = std::min(smallest, z);
-      largest = std::max(largest, z);
+      low_value = std::min(low_value, values[i]);
+      high_value = std::max(high_value, values[i]);
     }
+    smallest = low_value;
+    largest = high_value;
+  };
+  if (count > 0 && zero_point.data_type == DataType::kInt8) {
+    extremes(zero_point.data_as<int8_t>());
+  } else if (count > 0) {
+    extremes(zero_point.data_as<uint8_t>());
   }
   return static_cast<uint64_t>(std::max({std::abs(low - smallest), std::abs(high - smallest),
                                          std::abs(low - largest), std::abs(high - largest)}));
@@ -181,20 +188,32 @@ struct Group {
   std::vector<WorkItem*> items;
 };
 
-// B's column parameters as a group key's part: the bytes themselves, so
-// that requests sending equal parameters in buffers of their own still fuse.
-std::string ColumnParamsKeyPart(const QuantizedMatMulOperation& op) {
-  std::string part(op.b_scale.bytes->view());
-  if (op.b_zero_point.present()) {
-    absl::StrAppend(&part, "/z", static_cast<int>(op.b_zero_point.data_type), "/",
-                    op.b_zero_point.bytes->view());
+// The values of B's column parameters, viewed in place (no copy): equal
+// values mean one group, whoever holds them, since requests often send them
+// in buffers of their own (a per-tensor zero point beside per-column scales
+// is broadcast per request).
+struct ColumnParamValues {
+  absl::string_view scale, zero_point;  // zero_point empty when absent
+  int zero_point_type = -1;             // -1 when absent
+
+  static ColumnParamValues Of(const QuantizedMatMulOperation& op) {
+    ColumnParamValues values;
+    values.scale = op.b_scale.bytes->view();
+    if (op.b_zero_point.present()) {
+      values.zero_point = op.b_zero_point.bytes->view();
+      values.zero_point_type = static_cast<int>(op.b_zero_point.data_type);
+    }
+    return values;
   }
-  return part;
-}
+  bool operator<(const ColumnParamValues& other) const {
+    return std::tie(zero_point_type, scale, zero_point) <
+           std::tie(other.zero_point_type, other.scale, other.zero_point);
+  }
+};
 
 // Products that fuse into one share B (the same buffer), the types, the
 // shape of B and B's column parameters: `column_params_id` numbers their
-// distinct values within the batch (from ColumnParamsKeyPart).
+// distinct values within the batch (ColumnParamValues).
 std::string GroupKey(const QuantizedMatMulOperation& op, size_t column_params_id) {
   return absl::StrCat(reinterpret_cast<uintptr_t>(op.b.bytes.get()), "/",
                       static_cast<int>(op.a.data_type), "/", static_cast<int>(op.b.data_type), "/",
@@ -879,14 +898,14 @@ void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
   // value, which values they are) is worked out once per buffer that holds
   // them, not once per item: a batch's items normally share them, and per
   // column they are N values each. On the shared-B load's batch (16 items,
-  // N = 1024) doing it per item took 70-80 of the planner's 75-85 us
-  // (BM_D3D12PlanBatch).
+  // N = 1024) this, done per item and by copies, took most of the planner's
+  // 73-75 us; 11.5 us now (BM_D3D12PlanBatch).
   struct ColumnParamsFacts {
     uint64_t b_max_centered = 0;
     size_t values_id = 0;  // equal values, equal id (whoever holds them)
   };
   std::map<std::tuple<const Buffer*, const Buffer*, DataType>, ColumnParamsFacts> facts_by_buffers;
-  std::map<std::string, size_t> values_ids;  // by ColumnParamsKeyPart
+  std::map<ColumnParamValues, size_t> values_ids;
   for (WorkItem* item : items) {
     const auto& op = std::get<QuantizedMatMulOperation>(*item->operation);
     auto [facts, made] = facts_by_buffers.try_emplace(
@@ -894,7 +913,7 @@ void PlanQuantizedMatMuls(const std::vector<WorkItem*>& items,
     if (made) {
       facts->second.b_max_centered = MaxCentered(op.b.data_type, op.b_zero_point);
       facts->second.values_id =
-          values_ids.try_emplace(ColumnParamsKeyPart(op), values_ids.size()).first->second;
+          values_ids.try_emplace(ColumnParamValues::Of(op), values_ids.size()).first->second;
     }
     absl::Status status = CheckAccumulatorRangeWith(op, facts->second.b_max_centered);
     if (status.ok()) status = CheckAddressable(op);
