@@ -18,6 +18,9 @@
 //     allocator gave (16 bytes with glibc); kernels use unaligned loads, which
 //     cost nothing measurable on streaming data, where re-aligning a copy
 //     would cost a full pass over memory.
+//   - memory somebody else owns (Borrow): a device's mapped readback memory,
+//     handed to the caller instead of copied out; the owner object the
+//     buffer holds gives the memory back when the last reference goes.
 //
 // A Buffer never changes size. data() is never null (a zero-byte buffer
 // still has a unique, valid address).

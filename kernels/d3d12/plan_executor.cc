@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,10 @@ constexpr uint32_t kMaxGroupsPerDimension = 65535;
 uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
+
+// Outputs this large are lent from readback memory rather than copied out
+// (see the end of PlanExecutor::Run).
+constexpr uint64_t kLentOutputBytes = uint64_t{1} << 20;
 
 bool NeedsUpload(BufferKind kind) {
   return kind == BufferKind::kUpload || kind == BufferKind::kZeroed;
@@ -134,6 +139,12 @@ absl::Status CheckBinding(const DispatchPlan& plan, size_t dispatch, const char*
                      " bytes); offsets are multiples of 4 inside the buffer"));
   }
   return absl::OkStatus();
+}
+
+uint64_t NanosecondsBetween(std::chrono::steady_clock::time_point start,
+                            std::chrono::steady_clock::time_point end) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
 }
 
 uint64_t ElapsedNs(std::chrono::steady_clock::time_point start) {
@@ -437,11 +448,11 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
         "fail_after_batches fault-injection switch)"));
   }
   const auto submit_start = std::chrono::steady_clock::now();
-  record_ns_.fetch_add(ElapsedNs(run_start) - ElapsedNs(submit_start), std::memory_order_relaxed);
+  record_ns_.fetch_add(NanosecondsBetween(run_start, submit_start), std::memory_order_relaxed);
   absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(context->get());
   if (!fence_value.ok()) return DeviceFailure(fence_value.status());
   const auto wait_start = std::chrono::steady_clock::now();
-  submit_ns_.fetch_add(ElapsedNs(submit_start) - ElapsedNs(wait_start), std::memory_order_relaxed);
+  submit_ns_.fetch_add(NanosecondsBetween(submit_start, wait_start), std::memory_order_relaxed);
   absl::Status completed =
       parts_.commands->Wait(context->get(), *fence_value, parts_.batch_timeout_ms);
   wait_ns_.fetch_add(ElapsedNs(wait_start), std::memory_order_relaxed);
@@ -457,14 +468,23 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
   buffers.uploading_.clear();
 
-  // The outputs borrow the readback memory: a large scan's 64 MiB answer
+  // Large outputs borrow the readback memory: a large scan's 64 MiB answer
   // is not copied on the CPU (host memory traffic bound the end-to-end rate;
-  // docs/benchmarks.md).
+  // docs/benchmarks.md). Small ones are copied out, as the copy costs little
+  // and a borrowed output keeps the whole readback buffer (every output of
+  // the batch) from the pool until the caller drops it: a batch of many
+  // small answers then gives its buffer back as soon as it ends.
   ReadBackBuffers outputs(count);
   for (BufferId id = 0; id < count; ++id) {
     if (plan.buffers[id].kind != BufferKind::kOutput) continue;
-    outputs[id] = Buffer::Borrow(readback->data() + staging_offset[id], plan.buffers[id].size_bytes,
-                                 readback);
+    char* source = readback->data() + staging_offset[id];
+    const uint64_t size = plan.buffers[id].size_bytes;
+    if (size >= kLentOutputBytes) {
+      outputs[id] = Buffer::Borrow(source, size, readback);
+    } else {
+      outputs[id] = Buffer::Uninitialized(size);
+      std::memcpy(outputs[id]->data(), source, size);
+    }
   }
   return outputs;
 }

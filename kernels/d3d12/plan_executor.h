@@ -5,9 +5,10 @@
 // (or stay resident), its uploads go through the upload ring, and ONE command
 // list holds the copies in, the dispatches with their state transitions and
 // UAV barriers, and the copy out into a pooled readback buffer. The batch
-// waits for its own fence and returns the outputs as Buffers that borrow
-// that readback memory (no CPU copy out; the readback buffer goes back to its
-// pool when the last of them is dropped). Knows nothing about operators.
+// waits for its own fence and returns the outputs: those of 1 MiB or more as
+// Buffers that borrow that readback memory (no CPU copy out; the readback
+// buffer goes back to its pool when the last of them is dropped), smaller
+// ones as pooled copies. Knows nothing about operators.
 // Thread-safe: each concurrent Run holds its own command context.
 //
 // Errors: a plan that breaks the DispatchPlan contract is INVALID_ARGUMENT,
@@ -70,7 +71,8 @@ class PlanExecutor {
   // batches (nanoseconds).
   uint64_t copy_in_ns() const { return copy_in_ns_.load(std::memory_order_relaxed); }
   // Wall time of a batch's phases, summed over batches (nanoseconds):
-  // from Run's start to submission (buffers, copies in, recording), the
+  // from Run's start to submission (buffers, copies in, recording, and any
+  // wait for a free command context or upload ring space), the
   // submission itself (close, ExecuteCommandLists, Signal), and the wait for
   // the fence. Their sum less the GPU time is the fixed cost of a batch.
   uint64_t record_ns() const { return record_ns_.load(std::memory_order_relaxed); }

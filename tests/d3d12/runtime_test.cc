@@ -224,23 +224,26 @@ TEST_F(RuntimeTest, UploadRingGrowsForLargeBatches) {
   EXPECT_GE(runtime->memory_bytes(), before + 3 * (4u << 20) + (12u << 20));
 }
 
-TEST_F(RuntimeTest, OutputsBorrowReadbackMemoryUntilDroppedAndMayOutliveTheDevice) {
+TEST_F(RuntimeTest, LargeOutputsBorrowReadbackMemoryUntilDroppedAndMayOutliveTheDevice) {
   auto runtime = MakeRuntime();
   ASSERT_NE(runtime, nullptr);
-  const size_t n = 50000;
+  const size_t n = 1 << 18;  // a 1 MiB output: lent, not copied
   std::vector<uint32_t> a = RandomWords(n, 31), b = RandomWords(n, 32);
   absl::StatusOr<ReadBackBuffers> held = runtime->Run(AddPlan(a, b, 1));
   ASSERT_TRUE(held.ok()) << held.status();
   const std::vector<uint32_t> expected = AddReference(a, b, 1);
   ASSERT_EQ(Words((*held)[2]->view()), expected);
-  // While held, the readback buffer is not reused: the next batches of the
-  // same shape get other memory, and the held answer stays as it was.
+  // While held, the readback buffer is not reused: the next batch of the same
+  // shape needs another (a copied answer would have given it back), and the
+  // held answer stays as it was.
+  const uint64_t before_next = runtime->stats().buffers_created;
   for (uint32_t seed : {2u, 3u}) {
     absl::StatusOr<ReadBackBuffers> next = runtime->Run(AddPlan(b, a, seed));
     ASSERT_TRUE(next.ok()) << next.status();
     EXPECT_NE((*next)[2]->data(), (*held)[2]->data());
     EXPECT_EQ(Words((*next)[2]->view()), AddReference(b, a, seed));
   }
+  EXPECT_EQ(runtime->stats().buffers_created, before_next + 1) << "one more readback buffer";
   EXPECT_EQ(Words((*held)[2]->view()), expected);
   // Dropped, it is reused: the steady state creates nothing.
   held->clear();
@@ -257,6 +260,29 @@ TEST_F(RuntimeTest, OutputsBorrowReadbackMemoryUntilDroppedAndMayOutliveTheDevic
   runtime.reset();
   EXPECT_EQ(Words((*again)[2]->view()), AddReference(a, b, 7));
   again->clear();
+}
+
+TEST_F(RuntimeTest, SmallOutputsAreCopiedSoHoldingThemPinsNoReadbackMemory) {
+  auto runtime = MakeRuntime();
+  ASSERT_NE(runtime, nullptr);
+  const size_t n = 1000;
+  std::vector<uint32_t> a = RandomWords(n, 41), b = RandomWords(n, 42);
+  std::vector<ReadBackBuffers> held;
+  auto run = [&](uint32_t seed) {
+    absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(AddPlan(a, b, seed));
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    ASSERT_EQ(Words((*outputs)[2]->view()), AddReference(a, b, seed));
+    held.push_back(*std::move(outputs));
+  };
+  run(1);
+  const uint64_t created = runtime->stats().buffers_created;
+  // Every answer is kept, yet each batch's readback buffer went back to the
+  // pool when the batch ended: the next batches create nothing.
+  for (uint32_t seed = 2; seed < 6; ++seed) run(seed);
+  EXPECT_EQ(runtime->stats().buffers_created, created);
+  for (size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(Words(held[i][2]->view()), AddReference(a, b, static_cast<uint32_t>(i + 1)));
+  }
 }
 
 TEST_F(RuntimeTest, ConcurrentBatchesShareTheRingsAndStayCorrect) {
@@ -320,9 +346,6 @@ TEST_F(RuntimeTest, ResidentTensorsAreUploadedOncePerDevice) {
   EXPECT_TRUE(runtime->IsResident("w1"));
   EXPECT_FALSE(runtime->IsResident("w"));
   EXPECT_FALSE(runtime->IsResident("w1/test"));
-  // Outputs keep their readback buffer until dropped: drop them, so that the
-  // next batch can reuse every buffer and any creation means a re-upload.
-  first->clear();
   const uint64_t created = runtime->stats().buffers_created;
 
   absl::StatusOr<ReadBackBuffers> second = runtime->Run(plan_with(impostor, x2));

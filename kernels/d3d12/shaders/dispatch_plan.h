@@ -80,9 +80,10 @@ struct Dispatch {
 };
 
 // The read-back contents of a batch's kOutput buffers, indexed by BufferId
-// (null for the other kinds): pooled storage (kernels/core/buffer.h), so a
-// large output faults no fresh pages, and a finisher can adopt a buffer as a
-// tensor's bytes when the sizes agree.
+// (null for the other kinds): large ones borrow the device's readback memory
+// and small ones are pooled copies (kernels/core/buffer.h; plan_executor.cc
+// says which), and a finisher can adopt a buffer as a tensor's bytes when the
+// sizes agree.
 using ReadBackBuffers = std::vector<std::shared_ptr<Buffer>>;
 
 struct DispatchPlan {
