@@ -148,9 +148,7 @@ uint64_t NanosecondsBetween(std::chrono::steady_clock::time_point start,
 }
 
 uint64_t ElapsedNs(std::chrono::steady_clock::time_point start) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count());
+  return NanosecondsBetween(start, std::chrono::steady_clock::now());
 }
 
 }  // namespace

@@ -66,6 +66,30 @@ Tensor Floats(const Shape& sizes, std::mt19937_64& rng, float low, float high) {
   return t;
 }
 
+// A job of `rows` random int8 rows against a shared B [1, 1, K, N] with its
+// per-column scales (and B zero points, if present), output uint8.
+absl::StatusOr<QuantizedMatMulOperation> JobSharingB(uint32_t rows, const Tensor& b,
+                                                     const Tensor& b_scale,
+                                                     const Tensor& b_zero_point,
+                                                     std::mt19937_64& rng) {
+  QuantizedMatMulTensors t;
+  t.a = RandomBytes(DataType::kInt8, {rows, b.sizes[2]}, rng);
+  t.a_scale = Floats({1, 1, rows, 1}, rng, 0.01f, 0.03f);
+  t.b = b;
+  t.b_scale = b_scale;
+  t.b_zero_point = b_zero_point;
+  t.output_scale = Scalar(DataType::kFloat32, 0.1);
+  return MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+}
+
+// The plan of `operations` as one batch, to inspect: its finish must not run
+// (the work items it would write to are gone).
+absl::StatusOr<DispatchPlan> PlanToInspect(const std::vector<Operation>& operations) {
+  std::vector<WorkItem> items(operations.size());
+  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
+  return PlanBatch(absl::MakeSpan(items));
+}
+
 TEST(QuantizedMatMulKernelTest, ConformanceExamplesAreExact) {
   absl::StatusOr<std::vector<reference::ConformanceCase>> cases = reference::LoadConformanceCases();
   ASSERT_TRUE(cases.ok()) << cases.status();
@@ -265,20 +289,11 @@ TEST(QuantizedMatMulKernelTest, JobsSharingBAreFusedIntoOneDispatch) {
   Tensor b_scale = Floats({1, 1, 1, 19}, rng, 0.01f, 0.03f);
   std::vector<Operation> operations;
   for (uint32_t m : {1u, 3u, 70u, 2u}) {
-    QuantizedMatMulTensors t;
-    t.a = RandomBytes(DataType::kInt8, {m, 45}, rng);
-    t.a_scale = Floats({1, 1, m, 1}, rng, 0.01f, 0.03f);
-    t.b = b;
-    t.b_scale = b_scale;
-    t.output_scale = Scalar(DataType::kFloat32, 0.1);
-    absl::StatusOr<QuantizedMatMulOperation> op =
-        MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+    absl::StatusOr<QuantizedMatMulOperation> op = JobSharingB(m, b, b_scale, Tensor(), rng);
     ASSERT_TRUE(op.ok()) << op.status();
     operations.push_back(*std::move(op));
   }
-  std::vector<WorkItem> items(operations.size());
-  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
-  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  absl::StatusOr<DispatchPlan> plan = PlanToInspect(operations);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->dispatches.size(), 1u);
   EXPECT_EQ(plan->dispatches[0].constants[0], 1u + 3u + 70u + 2u);  // stacked rows
@@ -309,24 +324,16 @@ TEST(QuantizedMatMulKernelTest, EqualColumnZeroPointsFuseWhateverBufferHoldsThem
   std::vector<Operation> operations;
   const uint32_t rows[] = {2, 5, 3};
   for (int job = 0; job < 3; ++job) {
-    QuantizedMatMulTensors t;
-    t.a = RandomBytes(DataType::kInt8, {rows[job], 45}, rng);
-    t.a_scale = Floats({1, 1, rows[job], 1}, rng, 0.01f, 0.03f);
-    t.b = b;
-    t.b_scale = b_scale;
     // Jobs 0 and 1: the same values, each in a buffer of its own.
     const Tensor& source = job < 2 ? same : other;
-    t.b_zero_point = Tensor::Allocate(DataType::kUint8, {1, 1, 1, 19});
-    std::memcpy(t.b_zero_point.mutable_data(), source.data(), 19);
-    t.output_scale = Scalar(DataType::kFloat32, 0.1);
+    Tensor zero_point = Tensor::Allocate(DataType::kUint8, {1, 1, 1, 19});
+    std::memcpy(zero_point.mutable_data(), source.data(), 19);
     absl::StatusOr<QuantizedMatMulOperation> op =
-        MakeQuantizedMatMulOperation(std::move(t), DataType::kUint8);
+        JobSharingB(rows[job], b, b_scale, zero_point, rng);
     ASSERT_TRUE(op.ok()) << op.status();
     operations.push_back(*std::move(op));
   }
-  std::vector<WorkItem> items(operations.size());
-  for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
-  absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+  absl::StatusOr<DispatchPlan> plan = PlanToInspect(operations);
   ASSERT_TRUE(plan.ok());
   // The products' dispatches (besides them: their split-K reductions).
   std::vector<uint32_t> product_rows;
@@ -362,9 +369,7 @@ TEST(QuantizedMatMulKernelTest, RowParametersAreSharedWhenEveryRowHasTheSame) {
       ASSERT_TRUE(op.ok()) << op.status();
       operations.push_back(*std::move(op));
     }
-    std::vector<WorkItem> items(operations.size());
-    for (size_t i = 0; i < operations.size(); ++i) items[i].operation = &operations[i];
-    absl::StatusOr<DispatchPlan> plan = PlanBatch(absl::MakeSpan(items));
+    absl::StatusOr<DispatchPlan> plan = PlanToInspect(operations);
     ASSERT_TRUE(plan.ok());
     ASSERT_EQ(plan->dispatches.size(), 2u);  // qmm.packb, then the one product
     const Dispatch& d = plan->dispatches[1];
