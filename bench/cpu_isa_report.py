@@ -11,7 +11,10 @@ This machine's readings drift (a probe once moved 2x within minutes), so the lim
 between the cases in every round, and each figure keeps its best reading of all rounds. Each case's
 limit is the one that binds it: the ISA's multiply step (for a 7-bit-weight case the saturating
 step, which its kernel uses) or, for few rows, reading B from memory once (2 operations per byte
-of B per row), from memory, or from the last-level cache for a registered B that fits it.
+of B per row), from memory, or from the last-level cache for a registered B that fits it. A
+one-row product on full-range weights at AVX2 must widen every byte of B it multiplies (no AVX2
+instruction multiplies u8 by s8 into int32 without saturating), so its step is the widening one
+(Avx2ExactWideningPeak: vpmovsxbw, vpmaddwd, vpaddd), when that is below the read.
 """
 
 import argparse
@@ -80,7 +83,8 @@ def main():
   env = {'DMLSERVE_CPU_ISA': args.isa}
   limits, ours, base, onednn = {}, {}, {}, {}
   wrong = set()  # cases oneDNN computed wrongly (timed anyway)
-  limit_filter = f'MachineLimit_({STEP[args.isa]}|Avx2SaturatingPeak|ReadBandwidth)'
+  limit_filter = (f'MachineLimit_({STEP[args.isa]}|Avx2SaturatingPeak|Avx2ExactWideningPeak|'
+                  'ReadBandwidth)')
   case_filter = f'BM_CpuQGemm/({args.filter})'
   for _ in range(args.rounds):
     for (name, arg), b in run(args.bench, limit_filter, env, args.min_time).items():
@@ -98,11 +102,13 @@ def main():
           wrong.add(name)
   step = limits.get(f'BM_CpuMachineLimit_{STEP[args.isa]}')
   saturating = limits.get('BM_CpuMachineLimit_Avx2SaturatingPeak')
+  widening = limits.get('BM_CpuMachineLimit_Avx2ExactWideningPeak')
   memory = limits.get('BM_CpuMachineLimit_ReadBandwidth/256')
   cache = limits.get('BM_CpuMachineLimit_ReadBandwidth/16')
   print(f'ISA path: {args.isa} (DMLSERVE_CPU_ISA={args.isa}); best of {args.rounds} rounds\n')
   print(f'Limits: multiply step {STEP[args.isa]} {step or 0:.0f} GOP/s'
         + (f', saturating step {saturating:.0f} GOP/s' if saturating and args.isa == 'avx2' else '')
+        + (f', widening step {widening:.0f} GOP/s' if widening and args.isa == 'avx2' else '')
         + (f', memory read {memory:.1f} GB/s' if memory else '')
         + (f', last-level cache read {cache:.1f} GB/s' if cache else '') + '\n')
   header = '| case | dmlserve GOP/s |'
@@ -131,6 +137,8 @@ def main():
     seven_bit = '_b7_' in name and args.isa == 'avx2'
     compute = saturating if seven_bit else step
     label = 'saturating step' if seven_bit else 'multiply step'
+    if args.isa == 'avx2' and not seven_bit and m == 1 and widening:
+      compute, label = widening, 'widening step'
     limit = compute
     # A registered B that fits the 16 MiB probe's footprint stays in the
     # last-level cache between calls; any other B comes from memory.

@@ -11,6 +11,10 @@
 //                         then vpaddd, 16 multiply-adds per step (the avx2
 //                         kernels, which widen int8 to int16 so that no sum
 //                         saturates).
+//   Avx2ExactWideningPeak The exact AVX2 step when each int8 value of B is
+//                         used by one row only (a GEMV): vpmovsxbw to widen
+//                         it, then vpmaddwd and vpaddd, 16 multiply-adds per
+//                         step (the avx2 kernel's one-row pass).
 //   Avx2SaturatingPeak    AVX2 as ONNX Runtime and oneDNN do it: vpmaddubsw
 //                         (u8 x s8, 32 multiply-adds, int16 sums that can
 //                         saturate), vpmaddwd by ones, vpaddd: the rate a
@@ -118,6 +122,32 @@ __attribute__((noinline)) int64_t Avx2ExactChains(int64_t iterations) {
     for (int x = 0; x < 12; ++x) {
       __asm__ volatile("" : "+x"(a), "+x"(b));
       acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(a, b));
+    }
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 12
+  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
+  return SumEpi32(sum);
+}
+
+// Avx2ExactChains with B widened from int8 in every step, as a one-row
+// product must (each byte of B meets one value of A, so nothing shares the
+// widening): acc += vpmaddwd(a, vpmovsxbw(b)). 12 accumulators, a, b, the
+// widened b and the product are the 16 ymm registers. 12 * 16 multiply-adds
+// per iteration; opaque as above.
+__attribute__((noinline)) int64_t Avx2ExactWideningChains(int64_t iterations) {
+  __m256i acc[12];
+  __m256i a = _mm256_set1_epi16(3);
+  __m128i b = _mm_set1_epi8(-5);
+#pragma GCC unroll 12
+  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) {
+      __asm__ volatile("" : "+x"(a), "+x"(b));
+      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(a, _mm256_cvtepi8_epi16(b)));
     }
 #pragma GCC unroll 12
     for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
@@ -240,6 +270,15 @@ void BM_CpuMachineLimit_Avx2ExactPeak(benchmark::State& state) {
   RunChainsOnEveryThread(state, &Avx2ExactChains, 12 * 16);
 }
 BENCHMARK(BM_CpuMachineLimit_Avx2ExactPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_CpuMachineLimit_Avx2ExactWideningPeak(benchmark::State& state) {
+  if (SupportedCpuIsa() < CpuIsa::kAvx2) {
+    state.SkipWithError("unsupported: no AVX2");
+    return;
+  }
+  RunChainsOnEveryThread(state, &Avx2ExactWideningChains, 12 * 16);
+}
+BENCHMARK(BM_CpuMachineLimit_Avx2ExactWideningPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuMachineLimit_Avx2SaturatingPeak(benchmark::State& state) {
   if (SupportedCpuIsa() < CpuIsa::kAvx2) {
