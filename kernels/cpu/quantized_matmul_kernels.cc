@@ -255,44 +255,58 @@ struct GemmTask {
   size_t column0 = 0, columns = 0;  // column0: a multiple of 16
 };
 
-// Computes and requantizes `task`'s block of the output.
-void RunTask(const GemmTask& task) {
+// Where a task's row sums of A' come from (the corrections need them, see
+// qgemm_ukernel.h): PackA computed them (a.row_sums), or the micro-kernel did
+// as the row-sum column of B (N not a multiple of 16, and the column is in
+// this task), or RunTask sums them here.
+struct TaskRowSums {
+  const int32_t* summed = nullptr;  // rows entries, when summed here
+  bool from_tile = false;
+  size_t tile_column = 0;  // with from_tile: the row-sum column in the tile
+
+  int32_t Of(const GemmTask& task, const int32_t* tile, size_t ldc, size_t i) const {
+    if (from_tile) return tile[i * ldc + tile_column];
+    return summed != nullptr ? summed[i] : task.a->row_sums[task.row0 + i];
+  }
+};
+
+// Sums the task's rows of A' if neither PackA nor the micro-kernel will:
+// whole rows in one sequential pass (which the prefetchers follow), leaving
+// the task's rows in L2 for the micro-kernel.
+TaskRowSums SumTaskRows(const GemmTask& task, size_t ldc, TaskScratch& scratch) {
+  const PackedA& a = *task.a;
+  const QGemmUkernel& kernel = *task.kernel;
+  TaskRowSums sums;
+  const size_t sum_column = RowSumColumn(task.b->source.n);
+  sums.from_tile = a.row_sums.empty() && sum_column != kNoRowSumColumn &&
+                   sum_column >= task.column0 && sum_column < task.column0 + ldc;
+  sums.tile_column = sum_column - task.column0;
+  if (a.row_sums.empty() && !sums.from_tile) {
+    int32_t* summed = scratch.row_sums.Get<int32_t>(task.rows);
+    for (size_t i = 0; i < task.rows; ++i) {
+      const size_t block = (task.row0 + i) / kernel.mr * kernel.mr;
+      summed[i] = SumBytes(a.rows(block) + (task.row0 + i - block) * a.stride, a.k, *task.cpu);
+    }
+    sums.summed = summed;
+  }
+  return sums;
+}
+
+// tile (task.rows x ldc int32, ldc = the task's strips x 16) = the task's
+// rows of A' times its columns of B', depth block by depth block. A B not
+// packed whole is packed here a panel at a time, its column sums added to
+// column_sums (ldc entries, zeroed by the caller).
+void MultiplyIntoTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile, size_t ldc,
+                      int32_t* column_sums) {
   const CpuKernels& cpu = *task.cpu;
   const QGemmUkernel& kernel = *task.kernel;
   const PackedA& a = *task.a;
   const BOperand& b = *task.b;
-  const std::vector<RowJob>& jobs = *task.jobs;
-  const size_t row0 = task.row0, rows = task.rows, column0 = task.column0, columns = task.columns;
-  const size_t depth_block = task.depth_block, job0 = task.job0;
-  const ScratchLease lease;
-  TaskScratch& scratch = *lease;
-  const size_t strips = (columns + kQGemmStripColumns - 1) / kQGemmStripColumns;
-  const size_t ldc = strips * kQGemmStripColumns;
+  const size_t row0 = task.row0, rows = task.rows;
+  const size_t strips = ldc / kQGemmStripColumns;
   const size_t blocks = (rows + kernel.mr - 1) / kernel.mr;
-  int32_t* tile = scratch.tile.Get<int32_t>(rows * ldc);
-  const size_t strip0 = column0 / kQGemmStripColumns;
-  const size_t block_quads = depth_block / 4;
-  // Row sums of A' not computed by PackA (see there): the micro-kernel
-  // computes them as the row-sum column of B when this task has it (N not a
-  // multiple of 16), else they are summed here, whole rows in one sequential
-  // pass (which the prefetchers follow), leaving the task's rows in L2 for
-  // the micro-kernel.
-  const size_t sum_column = RowSumColumn(b.source.n);
-  const bool sums_from_tile = a.row_sums.empty() && sum_column != kNoRowSumColumn &&
-                              sum_column >= column0 && sum_column < column0 + ldc;
-  int32_t* row_sums = nullptr;
-  if (a.row_sums.empty() && !sums_from_tile) {
-    row_sums = scratch.row_sums.Get<int32_t>(rows);
-    for (size_t i = 0; i < rows; ++i) {
-      const size_t block = (row0 + i) / kernel.mr * kernel.mr;
-      row_sums[i] = SumBytes(a.rows(block) + (row0 + i - block) * a.stride, a.k, cpu);
-    }
-  }
-  int32_t* column_sums = nullptr;
-  if (b.packed == nullptr) {
-    column_sums = scratch.column_sums.Get<int32_t>(ldc);
-    std::fill(column_sums, column_sums + ldc, 0);
-  }
+  const size_t strip0 = task.column0 / kQGemmStripColumns;
+  const size_t block_quads = task.depth_block / 4;
   const size_t total_quads = (a.k + 3) / 4;
   for (size_t q0 = 0; q0 < total_quads; q0 += block_quads) {
     const size_t quads = std::min(block_quads, total_quads - q0);
@@ -349,6 +363,17 @@ void RunTask(const GemmTask& task) {
       }
     }
   }
+}
+
+// Turns tile (see MultiplyIntoTile) into the task's outputs: adds the
+// zero-point corrections (from B's packed copy, or from column_sums when B
+// was packed panel by panel) and requantizes each row into its output.
+void RequantizeTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile, size_t ldc,
+                    const TaskRowSums& row_sums, const int32_t* column_sums) {
+  const CpuKernels& cpu = *task.cpu;
+  const BOperand& b = *task.b;
+  const std::vector<RowJob>& jobs = *task.jobs;
+  const size_t row0 = task.row0, rows = task.rows, column0 = task.column0, columns = task.columns;
   const int32_t* corrections;
   const int32_t* zero_points = b.columns->zero_points.data() + column0;
   if (b.packed != nullptr) {
@@ -369,10 +394,8 @@ void RunTask(const GemmTask& task) {
   float a_scale = 0, output_scale = 0;
   int32_t a_zero_point = 0;
   for (size_t i = 0; i < rows; ++i) {
-    const RowJob& job = jobs[job0 + row0 + i];
-    const int32_t row_sum = sums_from_tile        ? tile[i * ldc + (sum_column - column0)]
-                            : row_sums != nullptr ? row_sums[i]
-                                                  : a.row_sums[row0 + i];
+    const RowJob& job = jobs[task.job0 + row0 + i];
+    const int32_t row_sum = row_sums.Of(task, tile, ldc, i);
     // Per-tensor scales and zero points (the common case) give every row the
     // same multipliers and column offsets: computed once per task.
     if (i == 0 || job.a_scale != a_scale || job.output_scale != output_scale) {
@@ -393,6 +416,23 @@ void RunTask(const GemmTask& task) {
                        RowRequantization{job.output_zero_point, job.low, job.high}, columns,
                        job.out + column0);
   }
+}
+
+// Computes and requantizes `task`'s block of the output.
+void RunTask(const GemmTask& task) {
+  const ScratchLease lease;
+  TaskScratch& scratch = *lease;
+  const size_t strips = (task.columns + kQGemmStripColumns - 1) / kQGemmStripColumns;
+  const size_t ldc = strips * kQGemmStripColumns;
+  int32_t* tile = scratch.tile.Get<int32_t>(task.rows * ldc);
+  const TaskRowSums row_sums = SumTaskRows(task, ldc, scratch);
+  int32_t* column_sums = nullptr;
+  if (task.b->packed == nullptr) {
+    column_sums = scratch.column_sums.Get<int32_t>(ldc);
+    std::fill(column_sums, column_sums + ldc, 0);
+  }
+  MultiplyIntoTile(task, scratch, tile, ldc, column_sums);
+  RequantizeTile(task, scratch, tile, ldc, row_sums, column_sums);
 }
 
 void RunPanels(const GemmTask& product, size_t column_block, const std::vector<RowJob>& rows,
