@@ -21,7 +21,7 @@ uint64_t AlignUp(uint64_t value, uint64_t alignment) {
 }
 
 // Outputs this large are lent from readback memory rather than copied out
-// (see the end of PlanExecutor::Run).
+// (see ReadOutputs).
 constexpr uint64_t kLentOutputBytes = uint64_t{1} << 20;
 
 bool NeedsUpload(BufferKind kind) {
@@ -151,6 +151,248 @@ uint64_t ElapsedNs(std::chrono::steady_clock::time_point start) {
   return NanosecondsBetween(start, std::chrono::steady_clock::now());
 }
 
+// Where a batch's buffers are staged. Its kUpload buffers are ranges of one
+// upload arena, laid out as in the upload ring, and its kOutput buffers
+// ranges of one output arena, laid out as in the readback buffer: one copy
+// in and one copy out per batch, and one state transition each (ValidatePlan
+// guarantees uploads are only read and outputs only written by dispatches).
+// Resident uploads and zeroed buffers stay separate resources with their own
+// copies, staged after the upload arena's bytes.
+struct BatchLayout {
+  explicit BatchLayout(size_t count) : staging_offset(count, 0), upload_here(count, false) {}
+
+  // Per buffer: its offset in the batch's upload ring reservation (uploads)
+  // or in the readback buffer (outputs).
+  std::vector<uint64_t> staging_offset;
+  // Per buffer: copied in from a staging range of its own.
+  std::vector<bool> upload_here;
+  uint64_t upload_arena_bytes = 0, output_arena_bytes = 0;
+  uint64_t upload_bytes = 0;  // upload ring space: the arena, then separate uploads
+};
+
+// Takes the plan's resident buffers, in key order: a batch may wait for
+// another batch's upload of one key while uploading another itself, and one
+// order for everybody rules out two batches waiting for each other. A key
+// listed twice in one plan is one buffer (and one upload): asking the store
+// twice would wait for our own upload. Marks those this batch uploads.
+absl::Status AcquireResidents(const DispatchPlan& plan, ResidentTensors& residents,
+                              BatchBuffers& buffers, BatchLayout& layout) {
+  std::vector<BufferId> resident_order;
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    if (plan.buffers[id].kind == BufferKind::kResident) resident_order.push_back(id);
+  }
+  std::stable_sort(resident_order.begin(), resident_order.end(), [&](BufferId a, BufferId b) {
+    return plan.buffers[a].resident_key < plan.buffers[b].resident_key;
+  });
+  for (size_t i = 0; i < resident_order.size(); ++i) {
+    const BufferId id = resident_order[i];
+    const BufferSpec& spec = plan.buffers[id];
+    if (i > 0 && plan.buffers[resident_order[i - 1]].resident_key == spec.resident_key) {
+      buffers.resident_[id] = buffers.resident_[resident_order[i - 1]];
+      continue;
+    }
+    absl::StatusOr<ResidentTensors::Use> use =
+        residents.Acquire(spec.resident_key, spec.size_bytes);
+    if (!use.ok()) return use.status();
+    buffers.resident_[id] = std::move(use->buffer);
+    if (use->must_upload) {
+      buffers.uploading_.push_back(spec.resident_key);
+      layout.upload_here[id] = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Lays out the two arenas (see BatchLayout) and takes them and every other
+// buffer that is not resident from the pool, then places the separate
+// uploads after the upload arena's bytes.
+absl::Status AcquireBuffers(const DispatchPlan& plan, GpuBufferPool& pool, BatchBuffers& buffers,
+                            BatchLayout& layout) {
+  const size_t count = plan.buffers.size();
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.kind == BufferKind::kUpload) {
+      layout.staging_offset[id] = layout.upload_arena_bytes;
+      layout.upload_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
+      buffers.in_arena_[id] = true;
+    } else if (spec.kind == BufferKind::kOutput) {
+      layout.staging_offset[id] = layout.output_arena_bytes;
+      layout.output_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
+      buffers.in_arena_[id] = true;
+    }
+  }
+  for (auto [arena, bytes] : {std::make_pair(&buffers.upload_arena_, layout.upload_arena_bytes),
+                              std::make_pair(&buffers.output_arena_, layout.output_arena_bytes)}) {
+    if (bytes == 0) continue;
+    absl::StatusOr<PooledBuffer> buffer = pool.Acquire(bytes);
+    if (!buffer.ok()) return buffer.status();
+    *arena = std::move(*buffer);
+  }
+  for (BufferId id = 0; id < count; ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (spec.kind == BufferKind::kResident) continue;
+    if (buffers.in_arena_[id]) {
+      const PooledBuffer& arena =
+          spec.kind == BufferKind::kUpload ? buffers.upload_arena_ : buffers.output_arena_;
+      buffers.views_[id] = {arena.resource, spec.size_bytes,
+                            arena.address + layout.staging_offset[id]};
+      layout.upload_here[id] = false;  // the arena's single copy brings it
+      continue;
+    }
+    absl::StatusOr<PooledBuffer> buffer = pool.Acquire(spec.size_bytes);
+    if (!buffer.ok()) return buffer.status();
+    buffers.pooled_[id] = std::move(*buffer);
+    layout.upload_here[id] = NeedsUpload(spec.kind);
+  }
+  layout.upload_bytes = layout.upload_arena_bytes;
+  for (BufferId id = 0; id < count; ++id) {
+    if (!layout.upload_here[id]) continue;
+    layout.staging_offset[id] = layout.upload_bytes;
+    layout.upload_bytes += AlignUp(plan.buffers[id].size_bytes, UploadRing::kAlignment);
+  }
+  return absl::OkStatus();
+}
+
+// The bytes of the resident buffers this batch uploads (kResident forms are
+// made when first uploaded, and only then), by BufferId; null elsewhere.
+absl::StatusOr<std::vector<std::shared_ptr<const Buffer>>> MakeResidentForms(
+    const DispatchPlan& plan, const BatchLayout& layout) {
+  std::vector<std::shared_ptr<const Buffer>> made(plan.buffers.size());
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (!layout.upload_here[id] || spec.kind != BufferKind::kResident) continue;
+    made[id] = spec.make_resident_bytes();
+    if (made[id] == nullptr || made[id]->size() < spec.size_bytes) {
+      return absl::InternalError(absl::StrCat("the resident form ", spec.resident_key, " is ",
+                                              made[id] ? made[id]->size() : 0,
+                                              " bytes; the plan needs ", spec.size_bytes));
+    }
+  }
+  return made;
+}
+
+// Writes every upload's bytes (host bytes, a resident form, or zeros) into
+// the batch's staging reservation at its layout offset.
+void StageUploadBytes(const DispatchPlan& plan, const BatchLayout& layout,
+                      const std::vector<std::shared_ptr<const Buffer>>& made, uint8_t* staging) {
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    const BufferSpec& spec = plan.buffers[id];
+    if (!layout.upload_here[id] && spec.kind != BufferKind::kUpload) continue;
+    uint8_t* destination = staging + layout.staging_offset[id];
+    if (spec.kind == BufferKind::kZeroed) {
+      std::memset(destination, 0, spec.size_bytes);
+    } else {
+      const char* source = spec.kind == BufferKind::kResident
+                               ? made[id]->data()
+                               : spec.host_bytes->data() + spec.host_offset;
+      ParallelMemcpy(destination, source, spec.size_bytes);
+    }
+  }
+}
+
+// Records the copies from the staging reservation into place: the upload
+// arena in one copy, each separate upload in its own, after one barrier call
+// for all their transitions.
+void RecordCopiesIn(const DispatchPlan& plan, const BatchLayout& layout,
+                    const BatchBuffers& buffers, const UploadRing::Reservation& staging,
+                    StateTracker& states, ID3D12GraphicsCommandList* list) {
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    if (layout.upload_here[id]) {
+      states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+    }
+  }
+  if (layout.upload_arena_bytes > 0) {
+    states.Require(buffers.upload_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
+  }
+  states.Flush(list);
+  if (layout.upload_arena_bytes > 0) {
+    list->CopyBufferRegion(buffers.upload_arena_.resource.get(), 0, staging.buffer(),
+                           staging.offset(), layout.upload_arena_bytes);
+  }
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    if (!layout.upload_here[id]) continue;
+    list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging.buffer(),
+                           staging.offset() + layout.staging_offset[id],
+                           plan.buffers[id].size_bytes);
+  }
+}
+
+// Records the plan's dispatches on `root_signature`: each one's transitions
+// (and the UAV barrier a stage boundary asked for) in one barrier call before
+// it, its pipeline only when the kernel changes, then its root constants and
+// root descriptors (unbound slots point at parts' placeholder buffers).
+void RecordDispatches(const DispatchPlan& plan, const std::vector<ID3D12PipelineState*>& pipelines,
+                      const BatchBuffers& buffers, const PlanExecutorParts& parts,
+                      StateTracker& states, ID3D12GraphicsCommandList* list) {
+  list->SetComputeRootSignature(parts.pipelines->root_signature());
+  ID3D12PipelineState* bound_pipeline = nullptr;
+  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+    const Dispatch& dispatch = plan.dispatches[d];
+    D3D12_GPU_VIRTUAL_ADDRESS srv_address[kSrvCount];
+    D3D12_GPU_VIRTUAL_ADDRESS uav_address[kUavCount];
+    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
+      const BufferBinding& binding = dispatch.srvs[slot_index];
+      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
+                                       ? *parts.unbound_srv
+                                       : buffers.buffer(binding.buffer);
+      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_NON_PIXEL_SHADER_RESOURCE);
+      srv_address[slot_index] = buffer.address + binding.offset_bytes;
+    }
+    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
+      const BufferBinding& binding = dispatch.uavs[slot_index];
+      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
+                                       ? *parts.unbound_uav
+                                       : buffers.buffer(binding.buffer);
+      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+      uav_address[slot_index] = buffer.address + binding.offset_bytes;
+    }
+    states.Flush(list);
+    if (pipelines[d] != bound_pipeline) {
+      list->SetPipelineState(pipelines[d]);
+      bound_pipeline = pipelines[d];
+    }
+    list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
+                                       dispatch.constants.data(), 0);
+    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
+      list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index), srv_address[slot_index]);
+    }
+    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
+      list->SetComputeRootUnorderedAccessView(RootUavParameter(slot_index),
+                                              uav_address[slot_index]);
+    }
+    if (dispatch.groups_x > 0 && dispatch.groups_y > 0 && dispatch.groups_z > 0) {
+      list->Dispatch(dispatch.groups_x, dispatch.groups_y, dispatch.groups_z);
+    }
+    // Flushed before the next dispatch or the read-back copies, with
+    // their transitions.
+    if (dispatch.barrier_after) states.RequireUavBarrier();
+  }
+}
+
+// The batch's kOutput buffers, by BufferId, from the readback buffer. Large
+// outputs borrow the readback memory: a large scan's 64 MiB answer is not
+// copied on the CPU (host memory traffic bound the end-to-end rate;
+// docs/benchmarks.md). Small ones are copied out, as the copy costs little
+// and a borrowed output keeps the whole readback buffer (every output of the
+// batch) from the pool until the caller drops it: a batch of many small
+// answers then gives its buffer back as soon as it ends.
+ReadBackBuffers ReadOutputs(const DispatchPlan& plan, const BatchLayout& layout,
+                            const std::shared_ptr<ReadbackLease>& readback) {
+  ReadBackBuffers outputs(plan.buffers.size());
+  for (BufferId id = 0; id < plan.buffers.size(); ++id) {
+    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
+    char* source = readback->data() + layout.staging_offset[id];
+    const uint64_t size = plan.buffers[id].size_bytes;
+    if (size >= kLentOutputBytes) {
+      outputs[id] = Buffer::Borrow(source, size, readback);
+    } else {
+      outputs[id] = Buffer::Uninitialized(size);
+      std::memcpy(outputs[id]->data(), source, size);
+    }
+  }
+  return outputs;
+}
+
 }  // namespace
 
 absl::Status ValidatePlan(const DispatchPlan& plan) {
@@ -245,201 +487,44 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   if (!context.ok()) return DeviceFailure(context.status());
   ID3D12GraphicsCommandList* list = (*context)->list();
 
-  // Buffers. Resident ones first, in key order: a batch may wait for another
-  // batch's upload of one key while uploading another itself, and one order
-  // for everybody rules out two batches waiting for each other. A key listed
-  // twice in one plan is one buffer (and one upload): asking the store twice
-  // would wait for our own upload.
-  const size_t count = plan.buffers.size();
-  BatchBuffers buffers(parts_.pool, parts_.residents, count);
-  std::vector<bool> upload_here(count, false);
-  std::vector<BufferId> resident_order;
-  for (BufferId id = 0; id < count; ++id) {
-    if (plan.buffers[id].kind == BufferKind::kResident) resident_order.push_back(id);
+  // Buffers, staging space and the readback buffer.
+  BatchBuffers buffers(parts_.pool, parts_.residents, plan.buffers.size());
+  BatchLayout layout(plan.buffers.size());
+  if (absl::Status status = AcquireResidents(plan, *parts_.residents, buffers, layout);
+      !status.ok()) {
+    return DeviceFailure(status);
   }
-  std::stable_sort(resident_order.begin(), resident_order.end(), [&](BufferId a, BufferId b) {
-    return plan.buffers[a].resident_key < plan.buffers[b].resident_key;
-  });
-  for (size_t i = 0; i < resident_order.size(); ++i) {
-    const BufferId id = resident_order[i];
-    const BufferSpec& spec = plan.buffers[id];
-    if (i > 0 && plan.buffers[resident_order[i - 1]].resident_key == spec.resident_key) {
-      buffers.resident_[id] = buffers.resident_[resident_order[i - 1]];
-      continue;
-    }
-    absl::StatusOr<ResidentTensors::Use> use =
-        parts_.residents->Acquire(spec.resident_key, spec.size_bytes);
-    if (!use.ok()) return DeviceFailure(use.status());
-    buffers.resident_[id] = std::move(use->buffer);
-    if (use->must_upload) {
-      buffers.uploading_.push_back(spec.resident_key);
-      upload_here[id] = true;
-    }
+  if (absl::Status status = AcquireBuffers(plan, *parts_.pool, buffers, layout); !status.ok()) {
+    return DeviceFailure(status);
   }
-  // The batch's kUpload buffers are ranges of one upload arena, laid out as
-  // in the upload ring, and its kOutput buffers ranges of one output arena,
-  // laid out as in the readback buffer: one copy in and one copy out per
-  // batch, and one state transition each (ValidatePlan guarantees uploads are only read and outputs
-  // only written by dispatches). Resident uploads and zeroed buffers stay separate resources with
-  // their own copies.
-  std::vector<uint64_t> staging_offset(count, 0);
-  uint64_t upload_arena_bytes = 0, output_arena_bytes = 0;
-  for (BufferId id = 0; id < count; ++id) {
-    const BufferSpec& spec = plan.buffers[id];
-    if (spec.kind == BufferKind::kUpload) {
-      staging_offset[id] = upload_arena_bytes;
-      upload_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
-      buffers.in_arena_[id] = true;
-    } else if (spec.kind == BufferKind::kOutput) {
-      staging_offset[id] = output_arena_bytes;
-      output_arena_bytes += AlignUp(spec.size_bytes, UploadRing::kAlignment);
-      buffers.in_arena_[id] = true;
-    }
-  }
-  for (auto [arena, bytes] : {std::make_pair(&buffers.upload_arena_, upload_arena_bytes),
-                              std::make_pair(&buffers.output_arena_, output_arena_bytes)}) {
-    if (bytes == 0) continue;
-    absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(bytes);
-    if (!buffer.ok()) return DeviceFailure(buffer.status());
-    *arena = std::move(*buffer);
-  }
-  for (BufferId id = 0; id < count; ++id) {
-    const BufferSpec& spec = plan.buffers[id];
-    if (spec.kind == BufferKind::kResident) continue;
-    if (buffers.in_arena_[id]) {
-      const PooledBuffer& arena =
-          spec.kind == BufferKind::kUpload ? buffers.upload_arena_ : buffers.output_arena_;
-      buffers.views_[id] = {arena.resource, spec.size_bytes, arena.address + staging_offset[id]};
-      upload_here[id] = false;  // the arena's single copy brings it
-      continue;
-    }
-    absl::StatusOr<PooledBuffer> buffer = parts_.pool->Acquire(spec.size_bytes);
-    if (!buffer.ok()) return DeviceFailure(buffer.status());
-    buffers.pooled_[id] = std::move(*buffer);
-    upload_here[id] = NeedsUpload(spec.kind);
-  }
-
-  // Staging: the upload arena's bytes first, then each separate upload at
-  // an aligned offset. The output arena is copied whole into one readback
-  // buffer.
-  uint64_t upload_bytes = upload_arena_bytes;
-  for (BufferId id = 0; id < count; ++id) {
-    if (!upload_here[id]) continue;
-    staging_offset[id] = upload_bytes;
-    upload_bytes += AlignUp(plan.buffers[id].size_bytes, UploadRing::kAlignment);
-  }
-  // Resident forms to upload are made now, and only now (kResident).
-  std::vector<std::shared_ptr<const Buffer>> made(count);
-  for (BufferId id = 0; id < count; ++id) {
-    const BufferSpec& spec = plan.buffers[id];
-    if (!upload_here[id] || spec.kind != BufferKind::kResident) continue;
-    made[id] = spec.make_resident_bytes();
-    if (made[id] == nullptr || made[id]->size() < spec.size_bytes) {
-      return absl::InternalError(absl::StrCat("the resident form ", spec.resident_key, " is ",
-                                              made[id] ? made[id]->size() : 0,
-                                              " bytes; the plan needs ", spec.size_bytes));
-    }
-  }
-  absl::StatusOr<UploadRing::Reservation> staging = parts_.uploads->Reserve(upload_bytes);
+  absl::StatusOr<std::vector<std::shared_ptr<const Buffer>>> made = MakeResidentForms(plan, layout);
+  if (!made.ok()) return made.status();
+  absl::StatusOr<UploadRing::Reservation> staging = parts_.uploads->Reserve(layout.upload_bytes);
   if (!staging.ok()) return DeviceFailure(staging.status());
   std::shared_ptr<ReadbackLease> readback;
-  if (output_arena_bytes > 0) {
-    absl::StatusOr<PooledBuffer> buffer = parts_.readbacks->Acquire(output_arena_bytes);
+  if (layout.output_arena_bytes > 0) {
+    absl::StatusOr<PooledBuffer> buffer = parts_.readbacks->Acquire(layout.output_arena_bytes);
     if (!buffer.ok()) return DeviceFailure(buffer.status());
     readback = std::make_shared<ReadbackLease>(parts_.readbacks, std::move(*buffer));
   }
 
-  StateTracker states;
-  // Uploads: host bytes (or zeros) into the ring, then copies into place.
+  // One command list: copies in, dispatches, the copy out.
   const auto copy_in_start = std::chrono::steady_clock::now();
-  for (BufferId id = 0; id < count; ++id) {
-    const BufferSpec& spec = plan.buffers[id];
-    const bool arena_upload = spec.kind == BufferKind::kUpload;
-    if (!upload_here[id] && !arena_upload) continue;
-    uint8_t* destination = staging->data() + staging_offset[id];
-    if (spec.kind == BufferKind::kZeroed) {
-      std::memset(destination, 0, spec.size_bytes);
-    } else {
-      const char* source = spec.kind == BufferKind::kResident
-                               ? made[id]->data()
-                               : spec.host_bytes->data() + spec.host_offset;
-      ParallelMemcpy(destination, source, spec.size_bytes);
-    }
-    if (!arena_upload) {
-      states.Require(buffers.buffer(id).resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
-    }
-  }
+  StageUploadBytes(plan, layout, *made, staging->data());
   copy_in_ns_.fetch_add(ElapsedNs(copy_in_start), std::memory_order_relaxed);
-  if (upload_arena_bytes > 0) {
-    states.Require(buffers.upload_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_DEST);
-  }
-  states.Flush(list);
-  if (upload_arena_bytes > 0) {
-    list->CopyBufferRegion(buffers.upload_arena_.resource.get(), 0, staging->buffer(),
-                           staging->offset(), upload_arena_bytes);
-  }
-  for (BufferId id = 0; id < count; ++id) {
-    if (!upload_here[id]) continue;
-    list->CopyBufferRegion(buffers.buffer(id).resource.get(), 0, staging->buffer(),
-                           staging->offset() + staging_offset[id], plan.buffers[id].size_bytes);
-  }
-
-  // Dispatches.
+  StateTracker states;
+  RecordCopiesIn(plan, layout, buffers, *staging, states, list);
   parts_.commands->MarkDispatchesBegin(context->get());
-  list->SetComputeRootSignature(parts_.pipelines->root_signature());
-  ID3D12PipelineState* bound_pipeline = nullptr;
-  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
-    const Dispatch& dispatch = plan.dispatches[d];
-    D3D12_GPU_VIRTUAL_ADDRESS srv_address[kSrvCount];
-    D3D12_GPU_VIRTUAL_ADDRESS uav_address[kUavCount];
-    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
-      const BufferBinding& binding = dispatch.srvs[slot_index];
-      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
-                                       ? *parts_.unbound_srv
-                                       : buffers.buffer(binding.buffer);
-      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_NON_PIXEL_SHADER_RESOURCE);
-      srv_address[slot_index] = buffer.address + binding.offset_bytes;
-    }
-    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
-      const BufferBinding& binding = dispatch.uavs[slot_index];
-      const PooledBuffer& buffer = binding.buffer == BufferBinding::kUnbound
-                                       ? *parts_.unbound_uav
-                                       : buffers.buffer(binding.buffer);
-      states.Require(buffer.resource.get(), D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-      uav_address[slot_index] = buffer.address + binding.offset_bytes;
-    }
-    states.Flush(list);
-    if (pipelines[d] != bound_pipeline) {
-      list->SetPipelineState(pipelines[d]);
-      bound_pipeline = pipelines[d];
-    }
-    list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
-                                       dispatch.constants.data(), 0);
-    for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
-      list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index), srv_address[slot_index]);
-    }
-    for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
-      list->SetComputeRootUnorderedAccessView(RootUavParameter(slot_index),
-                                              uav_address[slot_index]);
-    }
-    if (dispatch.groups_x > 0 && dispatch.groups_y > 0 && dispatch.groups_z > 0) {
-      list->Dispatch(dispatch.groups_x, dispatch.groups_y, dispatch.groups_z);
-    }
-    // Flushed before the next dispatch or the read-back copies, with
-    // their transitions.
-    if (dispatch.barrier_after) states.RequireUavBarrier();
-  }
-
+  RecordDispatches(plan, pipelines, buffers, parts_, states, list);
   parts_.commands->MarkDispatchesEnd(context->get());
-
-  // Outputs to the readback buffer: the output arena in one copy.
-  if (output_arena_bytes > 0) {
+  if (layout.output_arena_bytes > 0) {
     states.Require(buffers.output_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
     states.Flush(list);
     list->CopyBufferRegion(readback->resource(), 0, buffers.output_arena_.resource.get(), 0,
-                           output_arena_bytes);
+                           layout.output_arena_bytes);
   }
 
+  // Submission, and the wait for this batch's fence.
   if (parts_.faults->ShouldFailSubmission()) {
     return parts_.health->MarkLost(absl::UnavailableError(
         "ExecuteCommandLists: 0x887a0005 DXGI_ERROR_DEVICE_REMOVED (injected by the "
@@ -465,26 +550,7 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   parts_.commands->CollectDispatchTime(context->get());
   for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
   buffers.uploading_.clear();
-
-  // Large outputs borrow the readback memory: a large scan's 64 MiB answer
-  // is not copied on the CPU (host memory traffic bound the end-to-end rate;
-  // docs/benchmarks.md). Small ones are copied out, as the copy costs little
-  // and a borrowed output keeps the whole readback buffer (every output of
-  // the batch) from the pool until the caller drops it: a batch of many
-  // small answers then gives its buffer back as soon as it ends.
-  ReadBackBuffers outputs(count);
-  for (BufferId id = 0; id < count; ++id) {
-    if (plan.buffers[id].kind != BufferKind::kOutput) continue;
-    char* source = readback->data() + staging_offset[id];
-    const uint64_t size = plan.buffers[id].size_bytes;
-    if (size >= kLentOutputBytes) {
-      outputs[id] = Buffer::Borrow(source, size, readback);
-    } else {
-      outputs[id] = Buffer::Uninitialized(size);
-      std::memcpy(outputs[id]->data(), source, size);
-    }
-  }
-  return outputs;
+  return ReadOutputs(plan, layout, readback);
 }
 
 }  // namespace dmlserve::d3d12
