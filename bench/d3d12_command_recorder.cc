@@ -95,7 +95,7 @@ class CommandRecorder::Proxy final : public ID3D12GraphicsCommandList {
     list_->SetPipelineState(state);
   }
   // The root signature and root argument setters, compute and graphics:
-  // recorded per dispatch, but not what P4 counts.
+  // forwarded; only the compute root views (below) are counted.
 #define DMLSERVE_FORWARD_ROOT(Suffix, params, args)                \
   void STDMETHODCALLTYPE SetComputeRoot##Suffix params override {  \
     list_->SetComputeRoot##Suffix args;                            \
@@ -111,11 +111,26 @@ class CommandRecorder::Proxy final : public ID3D12GraphicsCommandList {
                         (index, count, data, offset))
   DMLSERVE_FORWARD_ROOT(ConstantBufferView, (UINT index, D3D12_GPU_VIRTUAL_ADDRESS address),
                         (index, address))
-  DMLSERVE_FORWARD_ROOT(ShaderResourceView, (UINT index, D3D12_GPU_VIRTUAL_ADDRESS address),
-                        (index, address))
-  DMLSERVE_FORWARD_ROOT(UnorderedAccessView, (UINT index, D3D12_GPU_VIRTUAL_ADDRESS address),
-                        (index, address))
 #undef DMLSERVE_FORWARD_ROOT
+  // Root views are counted (see RecordedCommands::root_views).
+  void STDMETHODCALLTYPE
+  SetComputeRootShaderResourceView(UINT index, D3D12_GPU_VIRTUAL_ADDRESS address) override {
+    recorder_->CountRootView();
+    list_->SetComputeRootShaderResourceView(index, address);
+  }
+  void STDMETHODCALLTYPE
+  SetComputeRootUnorderedAccessView(UINT index, D3D12_GPU_VIRTUAL_ADDRESS address) override {
+    recorder_->CountRootView();
+    list_->SetComputeRootUnorderedAccessView(index, address);
+  }
+  void STDMETHODCALLTYPE
+  SetGraphicsRootShaderResourceView(UINT index, D3D12_GPU_VIRTUAL_ADDRESS address) override {
+    list_->SetGraphicsRootShaderResourceView(index, address);
+  }
+  void STDMETHODCALLTYPE
+  SetGraphicsRootUnorderedAccessView(UINT index, D3D12_GPU_VIRTUAL_ADDRESS address) override {
+    list_->SetGraphicsRootUnorderedAccessView(index, address);
+  }
   HRESULT STDMETHODCALLTYPE Close() override { return list_->Close(); }
   HRESULT STDMETHODCALLTYPE Reset(ID3D12CommandAllocator* allocator,
                                   ID3D12PipelineState* state) override {
@@ -289,6 +304,11 @@ void CommandRecorder::CountBarriers(uint32_t count) {
 void CommandRecorder::CountDispatch() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++counts_.dispatches;
+}
+
+void CommandRecorder::CountRootView() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_.root_views;
 }
 
 }  // namespace dmlserve::bench

@@ -4,7 +4,8 @@
 // Counts what the D3D12 runtime records into its command lists, for the
 // kernel report (d3d12_report.cc, figure P4): a proxy
 // ID3D12GraphicsCommandList that forwards every call to the real list and
-// counts copies by direction, barrier calls and dispatches on the way.
+// counts copies by direction, barrier calls, dispatches and root views on
+// the way.
 // Installed through RuntimeOptions::wrap_command_list, so the runtime runs
 // its own code path unchanged; only the object it records into is ours.
 //
@@ -31,6 +32,10 @@ struct RecordedCommands {
   uint64_t barrier_calls = 0;     // ResourceBarrier calls
   uint64_t barriers = 0;          // barriers in those calls
   uint64_t dispatches = 0;
+  // SetComputeRootShaderResourceView / UnorderedAccessView calls: vkd3d 1.2
+  // creates (and at the allocator's reset destroys) a Vulkan buffer view for
+  // each, in the driver.
+  uint64_t root_views = 0;
 };
 
 // Thread-safe: any number of lists may record into one recorder.
@@ -48,6 +53,7 @@ class CommandRecorder {
   void CountCopy(ID3D12Resource* destination, ID3D12Resource* source, uint64_t bytes);
   void CountBarriers(uint32_t count);
   void CountDispatch();
+  void CountRootView();
 
   std::mutex mutex_;
   RecordedCommands counts_;

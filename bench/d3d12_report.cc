@@ -420,8 +420,9 @@ void PrintTable(const std::vector<Case>& cases, const std::vector<Figures>& figu
       adapter.c_str());
   std::printf(
       "| case | copies in (MiB) | copies out (MiB) | copies on device | barrier calls (barriers) "
-      "| dispatches | CPU MiB copied: staging in + planner host buffers + finisher |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+      "| dispatches | root views | CPU MiB copied: staging in + planner host buffers + finisher "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   constexpr double kMiB = 1 << 20;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Figures& f = figures[i];
@@ -431,10 +432,10 @@ void PrintTable(const std::vector<Case>& cases, const std::vector<Figures>& figu
     // (plan_executor.cc), so no CPU memcpy reads them there.
     const uint64_t cpu = r.bytes_in + f.planner_host_bytes + f.finisher_copy_bytes;
     std::printf("| %s | %" PRIu64 " (%.3f) | %" PRIu64 " (%.3f) | %" PRIu64 " | %" PRIu64
-                " (%" PRIu64 ") | %" PRIu64 " | %.3f = %.3f + %.3f + %.3f |\n",
+                " (%" PRIu64 ") | %" PRIu64 " | %" PRIu64 " | %.3f = %.3f + %.3f + %.3f |\n",
                 cases[i].name.c_str(), r.copies_in, r.bytes_in / kMiB, r.copies_out,
                 r.bytes_out / kMiB, r.copies_on_device, r.barrier_calls, r.barriers, r.dispatches,
-                cpu / kMiB, r.bytes_in / kMiB, f.planner_host_bytes / kMiB,
+                r.root_views, cpu / kMiB, r.bytes_in / kMiB, f.planner_host_bytes / kMiB,
                 f.finisher_copy_bytes / kMiB);
   }
 }

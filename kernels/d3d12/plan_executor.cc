@@ -317,15 +317,24 @@ void RecordCopiesIn(const DispatchPlan& plan, const BatchLayout& layout,
   }
 }
 
-// Records the plan's dispatches on `root_signature`: each one's transitions
-// (and the UAV barrier a stage boundary asked for) in one barrier call before
-// it, its pipeline only when the kernel changes, then its root constants and
-// root descriptors (unbound slots point at parts' placeholder buffers).
+// Records the plan's dispatches on parts' root signature: each one's
+// transitions (and the UAV barrier a stage boundary asked for) in one barrier
+// call before it, its pipeline only when the kernel changes, its root
+// constants, and its root descriptors (unbound slots point at parts'
+// placeholder buffers) only where the slot's address changes: root arguments
+// stay set across dispatches and pipeline changes within a list, and vkd3d
+// 1.2 creates a Vulkan buffer view for every root descriptor set (and
+// destroys them all when the allocator is reset), calls into the driver that
+// wait on other threads' batches (docs/d3d12.md).
 void RecordDispatches(const DispatchPlan& plan, const std::vector<ID3D12PipelineState*>& pipelines,
                       const BatchBuffers& buffers, const PlanExecutorParts& parts,
                       StateTracker& states, ID3D12GraphicsCommandList* list) {
   list->SetComputeRootSignature(parts.pipelines->root_signature());
   ID3D12PipelineState* bound_pipeline = nullptr;
+  // What each root descriptor slot holds in this list (0: not set yet; no
+  // buffer has GPU address 0).
+  D3D12_GPU_VIRTUAL_ADDRESS bound_srv[kSrvCount] = {};
+  D3D12_GPU_VIRTUAL_ADDRESS bound_uav[kUavCount] = {};
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
     const Dispatch& dispatch = plan.dispatches[d];
     D3D12_GPU_VIRTUAL_ADDRESS srv_address[kSrvCount];
@@ -354,11 +363,15 @@ void RecordDispatches(const DispatchPlan& plan, const std::vector<ID3D12Pipeline
     list->SetComputeRoot32BitConstants(kRootConstantsParameter, kRootConstantCount,
                                        dispatch.constants.data(), 0);
     for (int slot_index = 0; slot_index < kSrvCount; ++slot_index) {
+      if (srv_address[slot_index] == bound_srv[slot_index]) continue;
       list->SetComputeRootShaderResourceView(RootSrvParameter(slot_index), srv_address[slot_index]);
+      bound_srv[slot_index] = srv_address[slot_index];
     }
     for (int slot_index = 0; slot_index < kUavCount; ++slot_index) {
+      if (uav_address[slot_index] == bound_uav[slot_index]) continue;
       list->SetComputeRootUnorderedAccessView(RootUavParameter(slot_index),
                                               uav_address[slot_index]);
+      bound_uav[slot_index] = uav_address[slot_index];
     }
     if (dispatch.groups_x > 0 && dispatch.groups_y > 0 && dispatch.groups_z > 0) {
       list->Dispatch(dispatch.groups_x, dispatch.groups_y, dispatch.groups_z);
