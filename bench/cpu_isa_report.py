@@ -83,8 +83,8 @@ def main():
   env = {'DMLSERVE_CPU_ISA': args.isa}
   limits, ours, base, onednn = {}, {}, {}, {}
   wrong = set()  # cases oneDNN computed wrongly (timed anyway)
-  limit_filter = (f'MachineLimit_({STEP[args.isa]}|Avx2SaturatingPeak|Avx2ExactWideningPeak|'
-                  'ReadBandwidth)')
+  avx2_steps = '|Avx2SaturatingPeak|Avx2ExactWideningPeak' if args.isa == 'avx2' else ''
+  limit_filter = f'MachineLimit_({STEP[args.isa]}{avx2_steps}|ReadBandwidth)'
   case_filter = f'BM_CpuQGemm/({args.filter})'
   for _ in range(args.rounds):
     for (name, arg), b in run(args.bench, limit_filter, env, args.min_time).items():

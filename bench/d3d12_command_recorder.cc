@@ -29,9 +29,9 @@ using ClearStateResult = decltype(std::declval<ID3D12GraphicsCommandList&>().Cle
 
 }  // namespace
 
-// Every method forwards to the real list; Dispatch, the copies and
-// ResourceBarrier count first. Reference counted like any COM object (the
-// ring holds one reference per context).
+// Every method forwards to the real list; Dispatch, the copies,
+// ResourceBarrier and the compute root views count first. Reference counted like any COM object
+// (the ring holds one reference per context).
 class CommandRecorder::Proxy final : public ID3D12GraphicsCommandList {
  public:
   Proxy(ComPtr<ID3D12GraphicsCommandList> list, CommandRecorder* recorder)

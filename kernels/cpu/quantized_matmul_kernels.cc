@@ -258,7 +258,7 @@ struct GemmTask {
 // Where a task's row sums of A' come from (the corrections need them, see
 // qgemm_ukernel.h): PackA computed them (a.row_sums), or the micro-kernel did
 // as the row-sum column of B (N not a multiple of 16, and the column is in
-// this task), or RunTask sums them here.
+// this task), or SumTaskRows sums them.
 struct TaskRowSums {
   const int32_t* summed = nullptr;  // rows entries, when summed here
   bool from_tile = false;
@@ -368,7 +368,7 @@ void MultiplyIntoTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile,
 // Turns tile (see MultiplyIntoTile) into the task's outputs: adds the
 // zero-point corrections (from B's packed copy, or from column_sums when B
 // was packed panel by panel) and requantizes each row into its output.
-void RequantizeTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile, size_t ldc,
+void RequantizeTile(const GemmTask& task, TaskScratch& scratch, const int32_t* tile, size_t ldc,
                     const TaskRowSums& row_sums, const int32_t* column_sums) {
   const CpuKernels& cpu = *task.cpu;
   const BOperand& b = *task.b;
