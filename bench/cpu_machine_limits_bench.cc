@@ -104,83 +104,73 @@ int64_t SumEpi64(__m256i v) {
   return _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)));
 }
 
-// 12 independent chains of acc += vpmaddwd(a, b): 12 accumulators, a and b
-// (and the product on its way to the add) fit the 16 ymm registers. Only the
-// vpaddd is chained (the products depend on a and b alone), so latency does
-// not bind: what the core sustains of the pair does (on Zen 4 about 1.5
-// vpmaddwd a cycle, the adds sharing its vector pipes). 12 * 16
-// multiply-adds per iteration. a and b are made opaque before every step, so
-// that the 12 products of an iteration are not one product shared (or hoisted
-// out of the loop), and each step costs a vpmaddwd and a vpaddd.
+// Runs 12 independent chains acc = step(acc) for `iterations` rounds and
+// returns the sum of their lanes: 12 accumulators leave 4 of the 16 ymm
+// registers to a step's operands and temporaries. Only the accumulators are
+// chained, so latency does not bind; each step must make its own operands
+// opaque (see the file comment).
+template <typename Step>
+DMLSERVE_ALWAYS_INLINE int64_t Avx2Chains(int64_t iterations, Step& step) {
+  __m256i acc[12];
+#pragma GCC unroll 12
+  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) acc[x] = step(acc[x]);
+#pragma GCC unroll 12
+    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+  }
+  __m256i sum = acc[0];
+#pragma GCC unroll 12
+  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
+  return SumEpi32(sum);
+}
+
+// acc += vpmaddwd(a, b): 16 multiply-adds a step. What the core sustains of
+// the pair binds (on Zen 4 about 1.5 vpmaddwd a cycle, the adds sharing its
+// vector pipes). a and b are made opaque before every step, so that the 12
+// products of a round are not one product shared (or hoisted out of the
+// loop), and each step costs a vpmaddwd and a vpaddd.
+struct Avx2ExactStep {
+  __m256i a, b;
+  DMLSERVE_ALWAYS_INLINE __m256i operator()(__m256i acc) {
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+  }
+};
 __attribute__((noinline)) int64_t Avx2ExactChains(int64_t iterations) {
-  __m256i acc[12];
-  __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(-5);
-#pragma GCC unroll 12
-  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < iterations; ++i) {
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) {
-      __asm__ volatile("" : "+x"(a), "+x"(b));
-      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(a, b));
-    }
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
-  }
-  __m256i sum = acc[0];
-#pragma GCC unroll 12
-  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
-  return SumEpi32(sum);
+  Avx2ExactStep step{_mm256_set1_epi16(3), _mm256_set1_epi16(-5)};
+  return Avx2Chains(iterations, step);
 }
 
-// Avx2ExactChains with B widened from int8 in every step, as a one-row
+// The exact step with B widened from int8 in every step, as a one-row
 // product must (each byte of B meets one value of A, so nothing shares the
-// widening): acc += vpmaddwd(a, vpmovsxbw(b)). 12 accumulators, a, b, the
-// widened b and the product are the 16 ymm registers. 12 * 16 multiply-adds
-// per iteration; opaque as above.
-__attribute__((noinline)) int64_t Avx2ExactWideningChains(int64_t iterations) {
-  __m256i acc[12];
-  __m256i a = _mm256_set1_epi16(3);
-  __m128i b = _mm_set1_epi8(-5);
-#pragma GCC unroll 12
-  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < iterations; ++i) {
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) {
-      __asm__ volatile("" : "+x"(a), "+x"(b));
-      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(a, _mm256_cvtepi8_epi16(b)));
-    }
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+// widening): acc += vpmaddwd(a, vpmovsxbw(b)), 16 multiply-adds a step.
+struct Avx2ExactWideningStep {
+  __m256i a;
+  __m128i b;
+  DMLSERVE_ALWAYS_INLINE __m256i operator()(__m256i acc) {
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, _mm256_cvtepi8_epi16(b)));
   }
-  __m256i sum = acc[0];
-#pragma GCC unroll 12
-  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
-  return SumEpi32(sum);
+};
+__attribute__((noinline)) int64_t Avx2ExactWideningChains(int64_t iterations) {
+  Avx2ExactWideningStep step{_mm256_set1_epi16(3), _mm_set1_epi8(-5)};
+  return Avx2Chains(iterations, step);
 }
 
-// 12 independent chains of acc += vpmaddwd(vpmaddubsw(a_u8, b_s8), ones):
-// 12 accumulators, a, b, the ones and the product in flight are the 16 ymm
-// registers. 12 * 32 multiply-adds per iteration; opaque as above.
-__attribute__((noinline)) int64_t Avx2SaturatingChains(int64_t iterations) {
-  __m256i acc[12];
-  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-5);
-  const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 12
-  for (int x = 0; x < 12; ++x) acc[x] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < iterations; ++i) {
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) {
-      __asm__ volatile("" : "+x"(a), "+x"(b));
-      const __m256i pairs = _mm256_maddubs_epi16(a, b);
-      acc[x] = _mm256_add_epi32(acc[x], _mm256_madd_epi16(pairs, ones));
-    }
-#pragma GCC unroll 12
-    for (int x = 0; x < 12; ++x) __asm__ volatile("" : "+x"(acc[x]));
+// acc += vpmaddwd(vpmaddubsw(a_u8, b_s8), ones): 32 multiply-adds a step,
+// as ONNX Runtime's and oneDNN's AVX2 kernels do it.
+struct Avx2SaturatingStep {
+  __m256i a, b, ones;
+  DMLSERVE_ALWAYS_INLINE __m256i operator()(__m256i acc) {
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
   }
-  __m256i sum = acc[0];
-#pragma GCC unroll 12
-  for (int x = 1; x < 12; ++x) sum = _mm256_add_epi32(sum, acc[x]);
-  return SumEpi32(sum);
+};
+__attribute__((noinline)) int64_t Avx2SaturatingChains(int64_t iterations) {
+  Avx2SaturatingStep step{_mm256_set1_epi8(3), _mm256_set1_epi8(-5), _mm256_set1_epi16(1)};
+  return Avx2Chains(iterations, step);
 }
 
 // ReadAll512 with 32-byte loads (bytes a multiple of 256): eight independent
@@ -262,30 +252,28 @@ void BM_CpuMachineLimit_AvxVnniPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_CpuMachineLimit_AvxVnniPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-void BM_CpuMachineLimit_Avx2ExactPeak(benchmark::State& state) {
+// The AVX2 probes: skipped on a CPU without AVX2.
+void RunAvx2ChainsOnEveryThread(benchmark::State& state, int64_t (*chains)(int64_t),
+                                int64_t macs_per_iteration) {
   if (SupportedCpuIsa() < CpuIsa::kAvx2) {
     state.SkipWithError("unsupported: no AVX2");
     return;
   }
-  RunChainsOnEveryThread(state, &Avx2ExactChains, 12 * 16);
+  RunChainsOnEveryThread(state, chains, macs_per_iteration);
+}
+
+void BM_CpuMachineLimit_Avx2ExactPeak(benchmark::State& state) {
+  RunAvx2ChainsOnEveryThread(state, &Avx2ExactChains, 12 * 16);
 }
 BENCHMARK(BM_CpuMachineLimit_Avx2ExactPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuMachineLimit_Avx2ExactWideningPeak(benchmark::State& state) {
-  if (SupportedCpuIsa() < CpuIsa::kAvx2) {
-    state.SkipWithError("unsupported: no AVX2");
-    return;
-  }
-  RunChainsOnEveryThread(state, &Avx2ExactWideningChains, 12 * 16);
+  RunAvx2ChainsOnEveryThread(state, &Avx2ExactWideningChains, 12 * 16);
 }
 BENCHMARK(BM_CpuMachineLimit_Avx2ExactWideningPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuMachineLimit_Avx2SaturatingPeak(benchmark::State& state) {
-  if (SupportedCpuIsa() < CpuIsa::kAvx2) {
-    state.SkipWithError("unsupported: no AVX2");
-    return;
-  }
-  RunChainsOnEveryThread(state, &Avx2SaturatingChains, 12 * 32);
+  RunAvx2ChainsOnEveryThread(state, &Avx2SaturatingChains, 12 * 32);
 }
 BENCHMARK(BM_CpuMachineLimit_Avx2SaturatingPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
