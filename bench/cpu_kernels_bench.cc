@@ -187,6 +187,8 @@ DMLSERVE_QGEMM_BENCHMARK(s8u8_to_u8_256x4096x4096_registered_b, kS8, kU8, kU8, 2
                          true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1024x1024x1024_registered_b, kU8, kS8, kS8, 1024, 1024, 1024, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_16x4096x4096_registered_b, kU8, kS8, kS8, 16, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_12x4096x4096_registered_b, kU8, kS8, kS8, 12, 4096, 4096, true);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_16x4096x4096, kU8, kS8, kS8, 16, 4096, 4096, false);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
 // The GEMV on 7-bit weights: where ONNX Runtime's AVX2 path is exact too.
 DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);

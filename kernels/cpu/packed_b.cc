@@ -173,7 +173,8 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   // 7 bits after all).
   const uint64_t reader_rows = rows == kPackBAnyRows ? kQGemmManyRows : rows;
   const QGemmUkernel& reader =
-      ChooseQGemmUkernel(kernel, /*b_fits_seven_bits=*/false, b.n, reader_rows);
+      ChooseQGemmUkernel(kernel, /*b_fits_seven_bits=*/false, b.n, reader_rows,
+                         /*b_repacked=*/false);
   if (reader.repack_b != nullptr) {
     packed->repacked_by = reader.repack_b;
     packed->repacked_quad_bytes = reader.repacked_quad_bytes;
@@ -239,7 +240,9 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
             cpu);
         for (size_t s = 0; s < strips; ++s) {
           const int8_t* part = out + s * stride;
-          if (check_seven_bits && !FitsSevenBits(part, chunk * kQGemmQuadBytes)) {
+          // Once one value is wider, no check can change the outcome.
+          if (check_seven_bits && !wide_values.load(std::memory_order_relaxed) &&
+              !FitsSevenBits(part, chunk * kQGemmQuadBytes)) {
             wide_values.store(true, std::memory_order_relaxed);
           }
           if (packed->repacked_by == nullptr) continue;
@@ -272,7 +275,8 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
     });
   }
   packed->seven_bit = check_seven_bits && !wide_values.load(std::memory_order_relaxed);
-  if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, reader_rows) != &reader) {
+  if (&ChooseQGemmUkernel(kernel, packed->seven_bit, b.n, reader_rows, /*b_repacked=*/false) !=
+      &reader) {
     packed->repacked_by = nullptr;  // the 7-bit kernel reads the strips themselves
     packed->repacked_quad_bytes = 0;
     packed->repacked.reset();

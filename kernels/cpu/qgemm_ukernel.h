@@ -145,17 +145,28 @@ const QGemmUkernel* Avx2WideBQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
 
-// Rows from which a kernel's many_rows kernel (which reads B repacked) runs.
+// Rows from which a kernel's many_rows kernel (which reads B repacked) runs
+// when B is repacked for the product (a B per request, packed by PackB for
+// that many rows, or B streamed and repacked per task). From fewer rows the
+// repacking, twice B's bytes written, costs more than it saves (AVX2, 16 x
+// 4096 x 4096 with B per request: 193 against 212 GOP/s).
 inline constexpr uint64_t kQGemmManyRows = 24;
+// The same when B was already repacked, once, for any product (a registered
+// B: PackB with kPackBAnyRows): then only the extra bytes read count, and the
+// many_rows kernel runs from fewer rows (AVX2, registered 12 / 16 / 20 x 4096
+// x 4096: 328 / 332 / 328 against 323 / 321 / 319 GOP/s on the half-strip
+// kernel).
+inline constexpr uint64_t kQGemmManyRowsRepackedB = 12;
 
 // The micro-kernel for one product of `rows` rows and `n` columns, from the
 // selected ISA level's: its seven_bit_b kernel when B was packed whole and
 // its values fit 7 bits (PackedB::seven_bit; a streamed B is not scanned
 // ahead: it is multiplied by few rows, where B's bytes, not the multiplies,
 // bound the time), else its one_strip kernel for N <= 16, else its many_rows
-// kernel for many rows, else itself.
+// kernel for many rows (kQGemmManyRows, or kQGemmManyRowsRepackedB when
+// `b_repacked`: B's repacked copy already exists), else itself.
 const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
-                                       size_t n, uint64_t rows);
+                                       size_t n, uint64_t rows, bool b_repacked);
 
 }  // namespace dmlserve
 

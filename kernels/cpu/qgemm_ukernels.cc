@@ -6,10 +6,11 @@
 namespace dmlserve {
 
 const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
-                                       size_t n, uint64_t rows) {
+                                       size_t n, uint64_t rows, bool b_repacked) {
   if (b_fits_seven_bits && selected.seven_bit_b != nullptr) return *selected.seven_bit_b;
   if (n <= kQGemmStripColumns && selected.one_strip != nullptr) return *selected.one_strip;
-  if (rows >= kQGemmManyRows && selected.many_rows != nullptr) return *selected.many_rows;
+  const uint64_t many_rows = b_repacked ? kQGemmManyRowsRepackedB : kQGemmManyRows;
+  if (rows >= many_rows && selected.many_rows != nullptr) return *selected.many_rows;
   return selected;
 }
 

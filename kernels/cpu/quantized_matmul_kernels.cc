@@ -469,7 +469,8 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
     b.columns = &packed->columns;
   }
   const QGemmUkernel& kernel =
-      ChooseQGemmUkernel(selected, packed != nullptr && packed->seven_bit, n, total_rows);
+      ChooseQGemmUkernel(selected, packed != nullptr && packed->seven_bit, n, total_rows,
+                         /*b_repacked=*/packed != nullptr && packed->repacked != nullptr);
   // A B packed whole was repacked for this kernel with it (see PackB).
   if (packed != nullptr && kernel.repack_b != nullptr && packed->repacked_by == kernel.repack_b) {
     b.repacked = packed->repacked.get();

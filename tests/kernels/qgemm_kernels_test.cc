@@ -523,6 +523,8 @@ TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
       {100, 2053, 70},
       {193, 8, 300},
       {3, 4100, 9},
+      // 12 rows: the many_rows kernel against a registered B (its copy
+      // repacked when registered), the level's own against B per request.
       {12, 513, 1100},
       {40, 1001, 7},
       {211, 4099, 16},
@@ -695,6 +697,31 @@ TEST_P(QGemmPathTest, WeightsJustPastSevenBitsAreExact) {
       ExpectExact(*op, true);
       ExpectExact(*op, false);
     }
+  }
+}
+
+// Which of AVX2's kernels multiplies a product: the 7-bit kernel first, the
+// one-strip kernel for N <= 16, the many-rows kernel from 24 rows, or from 12
+// when B's repacked copy already exists (a registered B), else the level's.
+TEST(QGemmPackingTest, ChooseQGemmUkernelPicksByBRowsAndColumns) {
+  const QGemmUkernel* avx2 = Avx2QGemmUkernel();
+  if (avx2 == nullptr) GTEST_SKIP() << "not x86-64";
+  struct Case {
+    bool seven_bit;
+    size_t n;
+    uint64_t rows;
+    bool b_repacked;
+    const QGemmUkernel* expected;
+  };
+  for (const Case& c : {Case{true, 4096, 256, true, avx2->seven_bit_b},
+                        Case{false, 16, 256, true, avx2->one_strip},
+                        Case{false, 17, 24, false, avx2->many_rows},
+                        Case{false, 17, 23, false, avx2},
+                        Case{false, 17, 12, true, avx2->many_rows},
+                        Case{false, 17, 11, true, avx2}, Case{false, 17, 1, true, avx2}}) {
+    EXPECT_EQ(&ChooseQGemmUkernel(*avx2, c.seven_bit, c.n, c.rows, c.b_repacked), c.expected)
+        << "seven_bit " << c.seven_bit << " n " << c.n << " rows " << c.rows << " b_repacked "
+        << c.b_repacked;
   }
 }
 
