@@ -226,6 +226,19 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
         const size_t chunk = std::min(kPackChunkQuads, packed->quads - q0);
         const bool keep =
             !strips_optional || (check_seven_bits && !wide_values.load(std::memory_order_relaxed));
+        // A chunk only the repacking kernel will read, all inside B: packed
+        // straight into its layout where the kernel can (the edges, with
+        // their zeros and row-sum column, take the way below).
+        if (!keep && reader.pack_repacked_b != nullptr && 4 * (q0 + chunk) <= b.k &&
+            (strip0 + strips) * kQGemmStripColumns <= b.n && strips % 2 == 0) {
+          reader.pack_repacked_b(b.data + 4 * q0 * b.n + strip0 * kQGemmStripColumns, b.n,
+                                 FlipOf(b), chunk, strips,
+                                 packed->repacked.get() + strip0 * packed->repacked_strip_stride() +
+                                     q0 * packed->repacked_quad_bytes,
+                                 packed->repacked_strip_stride(),
+                                 sums.data() + strip0 * kQGemmStripColumns, stream_repacked);
+          continue;
+        }
         int8_t* out = panel + q0 * kQGemmQuadBytes;
         size_t stride = packed->strip_stride();
         if (!keep) {

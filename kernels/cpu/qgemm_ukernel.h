@@ -73,6 +73,19 @@ using QGemmNarrowFn = void (*)(size_t quads, const uint8_t* a, size_t lda, int r
 // layout of B (QGemmUkernel::repack_b), repacked_quad_bytes per quad.
 using QGemmStripRepackFn = void (*)(const int8_t* strip, size_t quads, int8_t* out);
 
+// Packs B straight into a kernel's repacked layout (QGemmUkernel::
+// pack_repacked_b), skipping the strip layout: `quads` quads (4 * quads rows
+// of B from `b`, each `ldb` bytes after the last) of `strips` strips (16 *
+// strips columns from `b`), all inside B, each byte XORed with `flip` (B'
+// as the strip layout holds it); strip s at out + s * out_strip_stride, quad
+// q of it at q * repacked_quad_bytes, written with streaming stores when
+// `stream`. Adds each column's sum of the written B' values to
+// column_sums[16 s + j]. `strips` is even. Writes what packing the strips and
+// then repack_b would write, and the same sums.
+using QGemmPackRepackedFn = void (*)(const uint8_t* b, size_t ldb, uint8_t flip, size_t quads,
+                                     size_t strips, int8_t* out, size_t out_strip_stride,
+                                     int32_t* column_sums, bool stream);
+
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
 // Rows the matrix multiply driver gives a task at most (its row block,
@@ -113,6 +126,10 @@ struct QGemmUkernel {
   // made it, else repacks each strip of a depth block once per task.
   QGemmStripRepackFn repack_b = nullptr;
   size_t repacked_quad_bytes = 0;
+  // Optional with repack_b: PackB packs whole chunks of a B that only this
+  // kernel will read straight into the repacked layout with it, in one pass
+  // instead of three (pack, repack, copy out).
+  QGemmPackRepackedFn pack_repacked_b = nullptr;
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).

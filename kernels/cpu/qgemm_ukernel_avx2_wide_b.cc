@@ -24,6 +24,7 @@
 
 #include "kernels/core/check.h"
 #include "kernels/cpu/isa_portability.h"
+#include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 
 #if DMLSERVE_X86
@@ -69,6 +70,63 @@ void RepackStrip(const int8_t* strip, size_t quads, int8_t* out) {
                           _mm256_cvtepi8_epi16(_mm256_castsi256_si128(ordered)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs + kQGemmQuadBytes + 32 * h),
                           _mm256_cvtepi8_epi16(_mm256_extracti128_si256(ordered, 1)));
+    }
+  }
+}
+
+// QGemmPackRepackedFn for this layout. Two rows of B (a pair of depths) x
+// 32 columns per step: vpunpck{l,h}bw put each column's two bytes side by
+// side (lane L: columns 16L..16L+7, 16L+8..16L+15), and vpmovsxbw of each
+// 128-bit half is then 8 columns' (d, d + 1) int16 pairs, the layout
+// itself; vpmaddwd by ones sums each pair for the column sums.
+void PackRepacked(const uint8_t* b, size_t ldb, uint8_t flip, size_t quads, size_t strips,
+                  int8_t* out, size_t out_strip_stride, int32_t* column_sums, bool stream) {
+  DMLSERVE_DCHECK(strips % 2 == 0);
+  const __m256i flip_all = _mm256_set1_epi8(static_cast<char>(flip));
+  const __m256i ones = _mm256_set1_epi16(1);
+  auto store = [stream](int8_t* to, __m256i value) {
+    if (stream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(to), value);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(to), value);
+    }
+  };
+  for (size_t q = 0; q < quads; ++q) {
+    for (size_t s = 0; s < strips; s += 2) {
+      const uint8_t* column = b + 4 * q * ldb + s * kQGemmStripColumns;
+      // The rows of one step are ldb bytes apart, a pattern the hardware
+      // prefetchers follow too late (as in the strip packers).
+      for (size_t r = 0; r < 4; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(column + (kPackBPrefetchRows + r) * ldb),
+                     _MM_HINT_T0);
+      }
+      // sums[v]: columns 8v..8v+7 of the 32.
+      __m256i sums[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                         _mm256_setzero_si256()};
+      for (size_t pair = 0; pair < 2; ++pair) {
+        auto row = [&](size_t r) {
+          return _mm256_xor_si256(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column + (2 * pair + r) * ldb)),
+              flip_all);
+        };
+        const __m256i r0 = row(0), r1 = row(1);
+        const __m256i low = _mm256_unpacklo_epi8(r0, r1);
+        const __m256i high = _mm256_unpackhi_epi8(r0, r1);
+        const __m256i values[4] = {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(low)),
+                                   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(high)),
+                                   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(low, 1)),
+                                   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(high, 1))};
+        for (size_t v = 0; v < 4; ++v) {
+          store(out + (s + v / 2) * out_strip_stride + q * kPairQuadBytes + pair * kQGemmQuadBytes +
+                    32 * (v % 2),
+                values[v]);
+          sums[v] = _mm256_add_epi32(sums[v], _mm256_madd_epi16(values[v], ones));
+        }
+      }
+      for (size_t v = 0; v < 4; ++v) {
+        __m256i* sum = reinterpret_cast<__m256i*>(column_sums + s * kQGemmStripColumns + 8 * v);
+        _mm256_storeu_si256(sum, _mm256_add_epi32(_mm256_loadu_si256(sum), sums[v]));
+      }
     }
   }
 }
@@ -131,6 +189,7 @@ const QGemmUkernel* Avx2WideBQGemmUkernel() {
     k.wide_a = true;
     k.repack_b = &RepackStrip;
     k.repacked_quad_bytes = kPairQuadBytes;
+    k.pack_repacked_b = &PackRepacked;
     return k;
   }();
   return &kernel;
