@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "bench/bench_operations.h"
@@ -12,6 +13,8 @@
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/buffer_pool.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/packed_b.h"
 
 namespace dmlserve::bench {
 namespace {
@@ -149,6 +152,23 @@ void BM_CpuQGemm(benchmark::State& state, QGemmCase c) {
 constexpr DataType kU8 = DataType::kUint8;
 constexpr DataType kS8 = DataType::kInt8;
 
+// Packing a B sent with a request, alone: PackB for one product of c.m rows
+// (what BM_CpuQGemm's B-per-request cases pay each call besides the
+// multiplies), on the selected ISA level's packer. GB/s counts B's bytes.
+void BM_CpuPackB(benchmark::State& state, QGemmCase c) {
+  const Operation operation = MakeQGemm(c);
+  const auto& op = std::get<QuantizedMatMulOperation>(operation);
+  BufferPool::Get().Trim();
+  (void)PackB(op, 0, SelectedCpuKernels(), c.m);  // pool warm, as in later calls
+  for (auto _ : state) {
+    std::shared_ptr<const PackedB> packed = PackB(op, 0, SelectedCpuKernels(), c.m);
+    benchmark::DoNotOptimize(packed.get());
+  }
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(c.k) * c.n * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+
 QGemmCase Case(DataType a, DataType b, DataType out, uint32_t m, uint32_t k, uint32_t n,
                bool registered_b, bool per_column = false) {
   return QGemmCase{a, b, out, m, k, n, per_column, registered_b};
@@ -193,6 +213,11 @@ DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 
 // The GEMV on 7-bit weights: where ONNX Runtime's AVX2 path is exact too.
 DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_1x4096x4096_registered_b, kU8, kS8, kS8, 1, 4096, 4096, true);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_1x4096x4096, kU8, kS8, kS8, 1, 4096, 4096, false);
+DMLSERVE_CPU_BENCHMARK(BM_CpuPackB, u8s8_256x4096x4096, Case(kU8, kS8, kS8, 256, 4096, 4096, false))
+    ->Unit(benchmark::kMillisecond);
+DMLSERVE_CPU_BENCHMARK(BM_CpuPackB, u8s8_b7_256x4096x4096,
+                       SevenBitB(Case(kU8, kS8, kS8, 256, 4096, 4096, false)))
+    ->Unit(benchmark::kMillisecond);
 // The load generator's serving shape (dmlserve-load --matmul_shape=1,1024,1024):
 // one request alone, and 32 fused into one batch (s8 A, u8 B, per-column B).
 DMLSERVE_QGEMM_BENCHMARK(s8u8_per_column_1x1024x1024_registered_b, kS8, kU8, kS8, 1, 1024, 1024,

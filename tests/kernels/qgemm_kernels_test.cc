@@ -645,6 +645,23 @@ QuantizedMatMulOperation SevenBitProduct(Shape3 s, DataType a_type, DataType b_t
   return op;
 }
 
+// A B whose strips take 8 MiB or more is packed a chunk at a time in L2 and
+// streamed out: 7-bit (the strips kept for the 7-bit kernel where a level has
+// one), and with one wider value in its last chunk (the chunks before it
+// repacked afterwards from the streamed strips). Registered: PackB for any
+// rows, read by the few-rows kernels (3 rows) and the many-rows one (12).
+TEST_P(QGemmPathTest, LargeStreamedStripsAreExact) {
+  std::mt19937_64 rng(21);
+  for (bool outlier : {false, true}) {
+    for (uint32_t rows : {3u, 12u}) {
+      QuantizedMatMulOperation op =
+          SevenBitProduct({rows, 4100, 2100}, DataType::kUint8, DataType::kInt8, rng);
+      if (outlier) op.b.mutable_data()[uint64_t{4099} * 2100 + 2099] = static_cast<uint8_t>(-128);
+      ExpectExact(op, true);
+    }
+  }
+}
+
 // 7-bit weights, int8 or uint8, packed whole (registered, or many rows) or
 // streamed: where the kernel has a seven_bit_b kernel it runs, and must be
 // exact.
