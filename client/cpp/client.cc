@@ -27,6 +27,11 @@ bool TryNextReplica(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsCancelled(status);
 }
 
+// Streams ExecuteMany opens over a dns: target's balanced channel before it
+// gives up on the requests left unanswered: as many as the channel's retry
+// policy allows a call (endpoint_set.cc, kBalancedServiceConfig).
+constexpr int kBalancedStreamTries = 5;
+
 // `status` with " (replica NAME)" added when there are several replicas.
 absl::Status NameReplica(const absl::Status& status, const Endpoint& endpoint, size_t replicas) {
   if (status.ok() || replicas <= 1) return status;
@@ -156,34 +161,69 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   }
 
   const CallOptions once = WithDefaultDeadline(call);
-  absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> results;
-  // A stream refused before any answer (a replica that stopped) is sent
-  // again, whole, to the next replica.
-  absl::Status status = OnReplicas([&](const Endpoint& endpoint) {
-    results = ExecuteManyOnce(endpoint, requests, index_of, once);
-    return results.status();
-  });
-  if (!status.ok()) return status;
+  std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>> answers(requests.size());
+  // A stream that a replica refused or broke off (one that stopped) goes to
+  // the next replica with the requests it left unanswered: executing one
+  // again is harmless (an operator has no side effects).
+  // Over a dns: target's balanced channel each new stream may reach another
+  // replica: as many tries as the channel's retry policy gives a call.
+  const int tries = endpoints_->balanced() ? kBalancedStreamTries : 1;
+  absl::Status protocol_error;
+  absl::Status status;
+  for (int t = 0; t < tries; ++t) {
+    status = OnReplicas([&](const Endpoint& endpoint) {
+      const absl::Status stream_status =
+          ExecuteManyOnce(endpoint, requests, index_of, once, answers, protocol_error);
+      return protocol_error.ok() ? stream_status : absl::OkStatus();
+    });
+    if (status.ok() || !TryNextReplica(status)) break;
+  }
+  if (!protocol_error.ok()) return protocol_error;
+  const bool any_answer =
+      std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
+  if (!status.ok() && !any_answer) return status;
+
+  std::vector<absl::StatusOr<v1::ExecuteResponse>> results;
+  results.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (answers[i].has_value()) {
+      results.push_back(std::move(*answers[i]));
+    } else if (!status.ok()) {
+      results.push_back(status);
+    } else {
+      results.push_back(
+          absl::InternalError(absl::StrCat("the stream ended without a response for request_id \"",
+                                           requests[i].request_id(), "\"")));
+    }
+  }
   return results;
 }
 
-absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::ExecuteManyOnce(
+absl::Status Client::ExecuteManyOnce(
     const Endpoint& endpoint, const std::vector<v1::ExecuteRequest>& requests,
-    const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call) {
-  std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>> answers(requests.size());
+    const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call,
+    std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>>& answers,
+    absl::Status& protocol_error) {
+  // Only the requests still without an answer are sent.
+  std::vector<size_t> to_send;
+  std::vector<bool> sent_here(requests.size(), false);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (answers[i].has_value()) continue;
+    to_send.push_back(i);
+    sent_here[i] = true;
+  }
   auto session = std::make_unique<StreamSession>(endpoint.stub.get(), MakeContext(call));
   // Writing on its own thread keeps both directions flowing: a server that
   // answers while it reads would otherwise stall once flow control fills up.
-  std::thread writer([&session, &requests] {
-    for (const v1::ExecuteRequest& request : requests) {
-      if (!session->Send(request).ok()) return;
+  std::thread writer([&session, &requests, &to_send] {
+    for (size_t i : to_send) {
+      if (!session->Send(requests[i]).ok()) return;
     }
     session->CloseSend().IgnoreError();
   });
-  absl::Status protocol_error;
   while (std::optional<v1::ExecuteResponse> response = session->Receive()) {
     auto it = index_of.find(response->request_id());
-    if (it == index_of.end() || answers[it->second].has_value()) {
+    if (it == index_of.end() || !sent_here[it->second] || answers[it->second].has_value()) {
       protocol_error = absl::InternalError(
           absl::StrCat("unexpected response for request_id \"", response->request_id(), "\""));
       continue;
@@ -196,26 +236,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
     }
   }
   writer.join();
-  absl::Status stream_status = session->Finish();
-  if (!protocol_error.ok()) return protocol_error;
-  const bool any_answer =
-      std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
-  if (!stream_status.ok() && !any_answer) return stream_status;
-
-  std::vector<absl::StatusOr<v1::ExecuteResponse>> results;
-  results.reserve(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (answers[i].has_value()) {
-      results.push_back(std::move(*answers[i]));
-    } else if (!stream_status.ok()) {
-      results.push_back(stream_status);
-    } else {
-      results.push_back(
-          absl::InternalError(absl::StrCat("the stream ended without a response for request_id \"",
-                                           requests[i].request_id(), "\"")));
-    }
-  }
-  return results;
+  return session->Finish();
 }
 
 absl::StatusOr<v1::RegisterTensorResponse> Client::RegisterTensor(const v1::Tensor& tensor,

@@ -2,6 +2,7 @@
 #define DMLSERVE_CLIENT_CPP_CLIENT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,12 @@ namespace dmlserve::client {
 // message. Thread-safe: one Client may serve many threads.
 //
 // With several replicas (see Connect), each call goes to the next one in
-// turn; an Execute (or ExecuteMany) that a replica refused (UNAVAILABLE) or
-// dropped (CANCELLED, as gRPC does to calls that reach a server after its
-// shutdown began) before any answer is sent again to the next replica, at
-// most once per replica, within the call's deadline. A stream stays on the replica it
+// turn; an Execute that a replica refused (UNAVAILABLE) or dropped
+// (CANCELLED, as gRPC does to calls that reach a server after its shutdown
+// began) is sent again to the next replica, at most once per replica, within
+// the call's deadline; so are the requests of an ExecuteMany that such a
+// stream left unanswered (executing a request twice is harmless: an operator
+// has no side effects). A stream of OpenStream stays on the replica it
 // opened on. RegisterTensor and ReleaseTensor go to every replica, so that any
 // of them can serve a request naming the tensor.
 class Client {
@@ -65,8 +68,9 @@ class Client {
   // Sends `requests` on one stream while reading the answers, and returns them
   // in the order of `requests`: each the response or that item's error.
   // Requests without a request_id get a generated one; duplicate ids are
-  // INVALID_ARGUMENT. When the stream itself fails before any answer, that
-  // is the error; after some answers, the unanswered items carry it.
+  // INVALID_ARGUMENT. When the stream fails (on every replica tried, see
+  // above) before any answer, that is the error; after some answers, the
+  // unanswered items carry it.
   absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteMany(
       std::vector<v1::ExecuteRequest> requests, const CallOptions& call = {});
 
@@ -101,10 +105,15 @@ class Client {
   // worth another replica (UNAVAILABLE, CANCELLED), on the replicas after it,
   // once each. The last failure names its replica.
   absl::Status OnReplicas(absl::FunctionRef<absl::Status(const Endpoint&)> attempt);
-  // One ExecuteMany stream on `endpoint`.
-  absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> ExecuteManyOnce(
+  // One ExecuteMany stream on `endpoint`, of the requests without an answer
+  // in `answers`: fills in the answers it gets (a response, or the item's
+  // error) and returns the stream's status. A response that does not belong
+  // to a request sent on it sets `protocol_error`.
+  absl::Status ExecuteManyOnce(
       const Endpoint& endpoint, const std::vector<v1::ExecuteRequest>& requests,
-      const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call);
+      const absl::flat_hash_map<std::string, size_t>& index_of, const CallOptions& call,
+      std::vector<std::optional<absl::StatusOr<v1::ExecuteResponse>>>& answers,
+      absl::Status& protocol_error);
   std::unique_ptr<grpc::ClientContext> MakeContext(const CallOptions& call) const;
 
   std::unique_ptr<EndpointSet> endpoints_;

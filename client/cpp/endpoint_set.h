@@ -66,6 +66,9 @@ class EndpointSet {
   // How many endpoints Next() rotates over (1 for a single or dns: target):
   // how often a call refused UNAVAILABLE may be tried again elsewhere.
   size_t rotation_size() const { return endpoints_.size(); }
+  // Whether the one endpoint is a dns: target's balanced channel, behind
+  // which each new call may reach another replica.
+  bool balanced() const { return !dns_host_.empty(); }
 
   // Every replica, for calls that must reach them all (RegisterTensor,
   // ReleaseTensor): the list, or a dns: name's addresses resolved now.

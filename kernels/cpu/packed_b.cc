@@ -184,8 +184,9 @@ std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_
   }
   // For one product (rows known), a B its kernel reads repacked needs the
   // strips themselves only if it fits 7 bits: once a value outside is seen,
-  // chunks are packed into a scratch buffer (from which they are checked and
-  // repacked) and never written to `values`.
+  // chunks are never written to `values` (whole chunks are packed straight
+  // into the repacked layout, where the kernel can; the edges into a scratch
+  // buffer, from which they are repacked).
   const bool strips_optional = rows != kPackBAnyRows && reader.repack_b != nullptr;
   const bool stream_repacked = packed->strips * packed->repacked_strip_stride() >= kStreamBytes;
   // Strips so large are packed a chunk at a time into the task's scratch

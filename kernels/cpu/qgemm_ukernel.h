@@ -79,9 +79,10 @@ using QGemmStripRepackFn = void (*)(const int8_t* strip, size_t quads, int8_t* o
 // strips columns from `b`), all inside B, each byte XORed with `flip` (B'
 // as the strip layout holds it); strip s at out + s * out_strip_stride, quad
 // q of it at q * repacked_quad_bytes, written with streaming stores when
-// `stream`. Adds each column's sum of the written B' values to
-// column_sums[16 s + j]. `strips` is even. Writes what packing the strips and
-// then repack_b would write, and the same sums.
+// `stream` (then `out` and out_strip_stride are multiples of 32 bytes).
+// Adds each column's sum of the written B' values to column_sums[16 s + j].
+// `strips` is even. Writes what packing the strips and then repack_b would
+// write, and the same sums.
 using QGemmPackRepackedFn = void (*)(const uint8_t* b, size_t ldb, uint8_t flip, size_t quads,
                                      size_t strips, int8_t* out, size_t out_strip_stride,
                                      int32_t* column_sums, bool stream);

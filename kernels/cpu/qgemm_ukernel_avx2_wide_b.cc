@@ -41,10 +41,10 @@ constexpr size_t kRepackPrefetchQuads = 16;
 // A B repacked once for the whole product (a registered B, or one packed per
 // request for many rows; see PackB) comes from memory on a task's first row
 // block, a cache line per pair, 6 rows spending about 6 cycles on it: ask for
-// the line this many pairs (8 KiB) ahead, into L2 (a hint). On 16 x 4096 x
-// 4096 the hint took 305-322 to 327-334 GOP/s; 4 and 16 KiB ahead were slower
-// than 8. B repacked per task is in L2 already, where the hint costs nothing
-// measurable (the micro-kernel bench).
+// the line this many pairs (8 KiB) ahead, into L2 (a hint; past the strip it
+// is harmless). On 16 x 4096 x 4096 the hint took 305-322 to 328-334 GOP/s;
+// 4, 6, 16 and 32 KiB ahead did less. B repacked per task is in L2 already,
+// where the hint costs nothing measurable (the micro-kernel bench).
 constexpr size_t kPrefetchPairs = 128;
 
 // `quads` quads of one strip (int8 layout) into int16 pairs.
@@ -95,7 +95,8 @@ void PackRepacked(const uint8_t* b, size_t ldb, uint8_t flip, size_t quads, size
     for (size_t s = 0; s < strips; s += 2) {
       const uint8_t* column = b + 4 * q * ldb + s * kQGemmStripColumns;
       // The rows of one step are ldb bytes apart, a pattern the hardware
-      // prefetchers follow too late (as in the strip packers).
+      // prefetchers follow too late (as in the strip packers; a hint, past
+      // B's last row it is harmless).
       for (size_t r = 0; r < 4; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(column + (kPackBPrefetchRows + r) * ldb),
                      _MM_HINT_T0);

@@ -774,6 +774,65 @@ TEST(QGemmPackingTest, PackBFindsSevenBitWeights) {
   }
 }
 
+// Strips of 8 MiB or more are packed a chunk at a time in L2 and streamed
+// out: the same bytes, column sums and repacked copy as packing B whole in
+// place, at every level, packed for any rows (registered) and for one product
+// of 200 rows; 7-bit, and with one wider value in the last chunk.
+TEST(QGemmPackingTest, LargeStripsAreStreamedExactly) {
+  std::mt19937_64 rng(22);
+  constexpr uint32_t kK = 4100, kN = 2100;
+  for (bool outlier : {false, true}) {
+    QuantizedMatMulOperation op =
+        SevenBitProduct({3, kK, kN}, DataType::kUint8, DataType::kInt8, rng);
+    if (outlier) op.b.mutable_data()[uint64_t{kK - 1} * kN + kN - 1] = static_cast<uint8_t>(-128);
+    for (const CpuKernels* table : AvailableCpuKernels()) {
+      std::shared_ptr<const PackedB> any = PackB(op, 0, *table);
+      // PackB streams strips from 8 MiB (kStreamBytes): keep this case above.
+      ASSERT_GE(any->strips * any->strip_stride(), size_t{8} << 20);
+      // The reference: B packed whole, in place, by one call.
+      std::vector<int8_t> strips(any->strips * any->strip_stride());
+      std::vector<int32_t> sums(any->strips * kQGemmStripColumns, 0);
+      PackBPanel({BSource::Of(op, 0), 0, any->quads, 0, any->strips, strips.data(),
+                  any->strip_stride(), sums.data()},
+                 *table);
+      std::vector<int32_t> corrections(kN);
+      for (size_t j = 0; j < kN; ++j) {
+        corrections[j] =
+            static_cast<int32_t>(static_cast<uint32_t>(sums[j]) -
+                                 kK * static_cast<uint32_t>(any->columns.zero_points[j]));
+      }
+      std::vector<int8_t> repacked;
+      if (any->repacked_by != nullptr) {
+        repacked.resize(any->strips * any->repacked_strip_stride());
+        for (size_t s = 0; s < any->strips; ++s) {
+          any->repacked_by(strips.data() + s * any->strip_stride(), any->quads,
+                           repacked.data() + s * any->repacked_strip_stride());
+        }
+      }
+      for (std::shared_ptr<const PackedB> packed : {any, PackB(op, 0, *table, 200)}) {
+        const std::string where = std::string(table->qgemm->name) + (outlier ? " outlier" : "") +
+                                  (packed == any ? " any rows" : " 200 rows");
+        EXPECT_EQ(packed->corrections, corrections) << where;
+        if (packed->values != nullptr) {
+          for (size_t s = 0; s < packed->strips; ++s) {
+            ASSERT_EQ(0, std::memcmp(packed->strip(s), strips.data() + s * any->strip_stride(),
+                                     packed->quads * kQGemmQuadBytes))
+                << where << " strip " << s;
+          }
+        }
+        if (packed->repacked_by != nullptr) {
+          ASSERT_EQ(packed->repacked_by, any->repacked_by) << where;
+          EXPECT_EQ(0, std::memcmp(packed->repacked.get(), repacked.data(), repacked.size()))
+              << where;
+        }
+        // Every level keeps what its kernels read: the strips, or (AVX2, B
+        // wider than 7 bits, for one product) the repacked copy alone.
+        EXPECT_TRUE(packed->values != nullptr || packed->repacked_by != nullptr) << where;
+      }
+    }
+  }
+}
+
 // One value past 7 bits anywhere (any task of 16 strips, any chunk of 128
 // quads, the last row and column) clears PackB's 7-bit flag; and the copy
 // repacked for AVX2's many-rows kernel exists exactly when that kernel would

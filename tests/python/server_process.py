@@ -62,6 +62,11 @@ class ServerProcess:
     def alive(self):
         return self._proc.poll() is None
 
+    def kill(self):
+        """SIGKILL: the server dies at once, connections and calls cut off."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+
     def stop(self, timeout=60.0):
         """Sends SIGTERM and returns the exit code."""
         if self._proc.poll() is None:

@@ -139,6 +139,41 @@ class ReplicaClientTest(unittest.TestCase):
                 self.run_load_stopping_replica_1(by_name, weights, "by-dns")
             self.assertGreater(dns.a_queries, 0)
 
+    def test_a_stream_a_replica_breaks_off_goes_on_on_the_next(self):
+        """A replica that dies in the middle of a stream, after some of its answers: the
+        requests it left unanswered go to the next replica, and every answer comes back. The
+        first replica takes 1 s per batch and the four scans cannot share one, so it is killed
+        once its metrics show a first answer (as tests/server/replica_test.cc does)."""
+        slow = ServerProcess(server_binary(),
+                             extra_env={"DMLSERVE_INJECT_BATCH_DELAY_US": "1000000"})
+        try:
+            x = np.array([1, 2, 3, 4], dtype=np.float32)
+            requests = [Client.cumsum_request(x, request_id="sum"),
+                        Client.cumprod_request(x, request_id="product"),
+                        Client.cumsum_request(x, reverse=True, request_id="reverse"),
+                        Client.cumsum_request(x, exclusive=True, request_id="exclusive")]
+
+            def kill_after_first_answer():
+                deadline = time.monotonic() + 30
+                while answered(slow) < 1 and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                slow.kill()
+
+            # A new client's first call goes to the first replica of the list.
+            with Client(f"{slow.grpc_address},{self.servers[1].grpc_address}",
+                        timeout=60) as client:
+                killer = threading.Thread(target=kill_after_first_answer)
+                killer.start()
+                results = client.stream(requests)
+                killer.join()
+            for result, want in zip(results, [[1, 3, 6, 10], [1, 2, 6, 24], [10, 9, 7, 4],
+                                              [0, 1, 3, 6]]):
+                self.assertNotIsInstance(result, DmlserveError)
+                np.testing.assert_array_equal(np.frombuffer(result.output.data, np.float32), want)
+            self.assertGreaterEqual(answered(self.servers[1]), 1)
+        finally:
+            slow.stop()
+
     def test_register_names_the_replica_that_refused(self):
         weights = np.zeros((1, 1, 2, 2), dtype=np.uint8)
         with Client(self.servers[2].grpc_address) as third:

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -253,6 +255,55 @@ TEST_F(ReplicaTest, ADnsTargetLosesNoRequestWhenOneReplicaStops) {
   ASSERT_TRUE(client.ok()) << client.status();
   RunLoadStoppingOneReplica(**client);
   EXPECT_GT((*dns)->a_queries(), 0) << "the name was not resolved through the test's server";
+}
+
+// A replica that dies in the middle of an ExecuteMany stream, after some of
+// its answers: the client sends the requests it left unanswered to the next
+// replica, and every answer comes back. The first replica takes 1 s per
+// batch (DMLSERVE_INJECT_BATCH_DELAY_US) and the four requests cannot share
+// a batch (four scans with different attributes), so it is killed once its
+// metrics show a first answer, with the others still being computed.
+TEST_F(ReplicaTest, AStreamAReplicaBreaksOffGoesOnOnTheNextReplica) {
+  setenv("DMLSERVE_INJECT_BATCH_DELAY_US", "1000000", /*overwrite=*/1);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> slow = ServerProcess::Start(DMLSERVE_BINARY);
+  unsetenv("DMLSERVE_INJECT_BATCH_DELAY_US");
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  client::ClientOptions options;
+  options.default_timeout = absl::Seconds(60);
+  // The first call of a new client goes to the first replica of the list.
+  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Connect(
+      absl::StrCat((*slow)->grpc_address(), ",", servers_[1]->grpc_address()), options);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  const std::vector<double> values = {1, 2, 3, 4};
+  std::vector<v1::ExecuteRequest> requests = {
+      ScanRequest("sum", v1::FLOAT32, {4}, values, 0),
+      ScanRequest("product", v1::FLOAT32, {4}, values, 0, /*product=*/true),
+      ScanRequest("decreasing", v1::FLOAT32, {4}, values, 0, false, /*decreasing=*/true),
+      ScanRequest("exclusive", v1::FLOAT32, {4}, values, 0, false, false, /*exclusive=*/true)};
+  const std::vector<std::vector<double>> expected = {
+      {1, 3, 6, 10}, {1, 2, 6, 24}, {10, 9, 7, 4}, {0, 1, 3, 6}};
+  std::thread killer([&] {
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < give_up &&
+           ScrapeSum((*slow)->metrics_address(), "dmlserve_requests_total", {{"code", "OK"}})
+                   .value_or(0) < 1) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    (*slow)->Signal(SIGKILL);
+  });
+  auto results = (*client)->ExecuteMany(requests);
+  killer.join();
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const absl::StatusOr<v1::ExecuteResponse>& result = (*results)[i];
+    ASSERT_TRUE(result.ok()) << requests[i].request_id() << ": " << result.status();
+    EXPECT_EQ(result->request_id(), requests[i].request_id());
+    EXPECT_EQ(TensorValues(result->output()), expected[i]) << requests[i].request_id();
+  }
+  // The next replica computed what the first left unanswered.
+  EXPECT_GE(Answered(1), 1);
+  EXPECT_LE(Answered(1), 3);
 }
 
 TEST_F(ReplicaTest, RegisterAndReleaseReachEveryReplicaAndNameTheOneThatRefused) {

@@ -54,6 +54,10 @@ _TRY_NEXT_REPLICA = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 # attempt: what _call does over a list. The same as the C++ client's
 # (client/cpp/endpoint_set.cc, kBalancedServiceConfig); gRPC allows at most 5
 # attempts.
+# Streams stream() opens over a dns: target's balanced channel before it gives up on
+# the requests left unanswered: as many as the retry policy below allows a call.
+_BALANCED_STREAM_TRIES = 5
+
 _BALANCED_SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
         "name": [{"service": "dmlserve.v1.OperatorService"}],
@@ -62,12 +66,6 @@ _BALANCED_SERVICE_CONFIG = json.dumps({
                         "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]},
     }],
 })
-
-
-class _RefusedBeforeAnyAnswer(Exception):
-    def __init__(self, error: DmlserveError) -> None:
-        super().__init__(error)
-        self.error = error
 
 
 def _error_from_rpc(error):
@@ -294,7 +292,9 @@ class Client:
                timeout: Optional[float] = None
                ) -> List[Union["dmlserve_pb2.ExecuteResponse", DmlserveError]]:
         """Sends all `requests` on one stream; returns, in request order, each
-        ExecuteResponse or the item's DmlserveError. Missing request_ids are filled in."""
+        ExecuteResponse or the item's DmlserveError. Missing request_ids are filled in.
+        When the stream fails (on every replica tried) before any answer, that error is
+        raised; after some answers, the unanswered items carry it."""
         requests = list(requests)
         index = {}
         for i, request in enumerate(requests):
@@ -303,32 +303,46 @@ class Client:
             if request.request_id in index:
                 raise ValueError(f"duplicate request_id {request.request_id!r}")
             index[request.request_id] = i
-        turn = self._turn()
-        for attempt in range(len(self._endpoints)):
-            endpoint = self._endpoints[(turn + attempt) % len(self._endpoints)]
-            try:
-                return self._stream_once(endpoint, requests, index, timeout)
-            except _RefusedBeforeAnyAnswer as refused:
-                # A replica that stopped: the whole stream goes to the next one.
-                if attempt + 1 == len(self._endpoints):
-                    raise refused.error from None
-
-    def _stream_once(self, endpoint, requests, index, timeout):
+        timeout = self._timeout if timeout is None else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         results = [None] * len(requests)
-        answered = False
-        stream = self._stream_on(endpoint, requests, timeout)
+        # A stream that a replica refused or broke off (one that stopped) goes to the next
+        # replica with the requests it left unanswered: executing one again is harmless.
+        # Over a dns: target's balanced channel each new stream may reach another replica:
+        # as many tries as the channel's retry policy gives a call.
+        attempts = _BALANCED_STREAM_TRIES if self._dns is not None else len(self._endpoints)
+        turn = self._turn()
+        failure = None
+        for attempt in range(attempts):
+            endpoint = self._endpoints[(turn + attempt) % len(self._endpoints)]
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            failure = self._stream_once(endpoint, requests, index, left, results)
+            if failure is None or failure.code not in _TRY_NEXT_REPLICA:
+                break
+        if failure is not None and all(result is None for result in results):
+            raise failure
+        for i, result in enumerate(results):
+            if result is None:
+                results[i] = failure if failure is not None else DmlserveError(
+                    grpc.StatusCode.INTERNAL, "the stream ended without a response",
+                    requests[i].request_id)
+        return results
+
+    def _stream_once(self, endpoint, requests, index, timeout, results):
+        """One stream of the requests without a result yet; fills in the results it gets
+        and returns the stream's DmlserveError, or None when it ended normally."""
+        pending = [request for i, request in enumerate(requests) if results[i] is None]
+        sent = {request.request_id for request in pending}
+        stream = self._stream_on(endpoint, pending, timeout)
         while True:
             try:
                 response = next(stream)
             except StopIteration:
-                break
+                return None
             except DmlserveError as error:
-                if not answered and error.code in _TRY_NEXT_REPLICA:
-                    raise _RefusedBeforeAnyAnswer(error) from None
-                raise
-            answered = True
+                return error
             i = index.get(response.request_id)
-            if i is None or results[i] is not None:
+            if i is None or response.request_id not in sent or results[i] is not None:
                 raise DmlserveError(grpc.StatusCode.INTERNAL,
                                     f"unexpected response for {response.request_id!r}")
             if response.HasField("status") and response.status.code != 0:
@@ -337,12 +351,6 @@ class Client:
                                            response.status.message, response.request_id)
             else:
                 results[i] = response
-        for i, result in enumerate(results):
-            if result is None:
-                results[i] = DmlserveError(grpc.StatusCode.INTERNAL,
-                                           "the stream ended without a response",
-                                           requests[i].request_id)
-        return results
 
     # Operators: inputs are numpy arrays (or Tensor messages, e.g. tensor_ref());
     # the result is the output as a numpy array.
