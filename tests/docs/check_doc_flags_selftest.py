@@ -39,6 +39,10 @@ def main():
         assert old in original, f"the self-test's anchor {old!r} is gone from {rel}"
         return original.replace(old, new, 1)
 
+    def line_of(rel, anchor):
+        """The 1-based line of `anchor`'s start in `rel` (so edits above it move no test)."""
+        return text(rel)[:text(rel).index(anchor)].count("\n") + 1
+
     drifts = [
         ("a wrong default in a partial table", "docs/d3d12.md",
          altered("docs/d3d12.md", "| `--d3d12_inflight_batches` | `4` |",
@@ -67,7 +71,8 @@ def main():
          "--deadline is not a dmlserve-cli flag"),
         ("a documented command line", "docs/client.md",
          altered("docs/client.md", "$ dmlserve-cli health\n", "$ dmlserve-cli health --verbose\n"),
-         "docs/client.md:372: --verbose is not a dmlserve-cli flag"),
+         f"docs/client.md:{line_of('docs/client.md', '$ dmlserve-cli health' + chr(10))}: "
+         "--verbose is not a dmlserve-cli flag"),
         ("--service_name outside `dmlserve service`", "README.md",
          text("README.md") + "\n```sh\nbuild/server/dmlserve --service_name=x\n```\n",
          "--service_name is not a dmlserve flag"),
