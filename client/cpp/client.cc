@@ -172,6 +172,11 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::ExecuteResponse>>> Client::Execute
   absl::Status status;
   for (int t = 0; t < tries; ++t) {
     status = OnReplicas([&](const Endpoint& endpoint) {
+      // A stream that failed after its last answer leaves nothing to send.
+      if (!requests.empty() && std::all_of(answers.begin(), answers.end(),
+                                           [](const auto& a) { return a.has_value(); })) {
+        return absl::OkStatus();
+      }
       const absl::Status stream_status =
           ExecuteManyOnce(endpoint, requests, index_of, once, answers, protocol_error);
       return protocol_error.ok() ? stream_status : absl::OkStatus();

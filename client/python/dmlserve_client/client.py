@@ -314,6 +314,9 @@ class Client:
         turn = self._turn()
         failure = None
         for attempt in range(attempts):
+            if attempt > 0 and all(result is not None for result in results):
+                failure = None  # the stream failed after its last answer: nothing to send
+                break
             endpoint = self._endpoints[(turn + attempt) % len(self._endpoints)]
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             failure = self._stream_once(endpoint, requests, index, left, results)
