@@ -174,6 +174,10 @@ class ReplicaTest : public ::testing::Test {
 
     ASSERT_TRUE(exit_code.ok()) << exit_code.status();
     EXPECT_EQ(*exit_code, 0) << servers_[1]->Output();
+    // The others still serve (a client that sends a call on to the next
+    // replica would hide one that died).
+    for (int i : {0, 2})
+      EXPECT_TRUE(servers_[i]->Alive()) << "replica " << i << "\n" << servers_[i]->Output();
     {
       absl::MutexLock lock(&failures_mu);
       EXPECT_THAT(failures, ::testing::IsEmpty()) << servers_[1]->Output();
