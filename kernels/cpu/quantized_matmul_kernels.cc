@@ -468,11 +468,10 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
     b.packed = packed.get();
     b.columns = &packed->columns;
   }
-  const QGemmUkernel& kernel =
-      ChooseQGemmUkernel(selected, packed != nullptr && packed->seven_bit, n, total_rows,
-                         /*b_repacked=*/packed != nullptr && selected.many_rows != nullptr &&
-                             packed->repacked_by != nullptr &&
-                             packed->repacked_by == selected.many_rows->repack_b);
+  const QGemmUkernel& kernel = ChooseQGemmUkernel(
+      selected, packed != nullptr && packed->seven_bit, n, total_rows,
+      /*b_repacked=*/packed != nullptr && selected.many_rows != nullptr &&
+          packed->repacked_by != nullptr && packed->repacked_by == selected.many_rows->repack_b);
   // A B packed whole was repacked for this kernel with it (see PackB).
   if (packed != nullptr && kernel.repack_b != nullptr && packed->repacked_by == kernel.repack_b) {
     b.repacked = packed->repacked.get();
