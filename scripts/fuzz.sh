@@ -14,6 +14,24 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DMLSERVE_FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=(execute_request_fuzzer execute_stream_fuzzer cli_request_json_fuzzer dxbc_fuzzer)
 
+# clang alone is not enough: on Debian 12 the libFuzzer and sanitizer runtimes
+# are in libclang-rt-14-dev (libclang-rt-dev), which clang's dependencies only
+# recommend.
+# The rest (cmake, ninja, the libraries) is scripts/install-deps.sh's.
+probe=$(mktemp -d)
+linked=0
+if command -v clang++ >/dev/null 2>&1 &&
+   echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
+     clang++ -x c++ - -fsanitize=fuzzer,address,undefined -o "$probe/probe" >/dev/null 2>&1; then
+  linked=1
+fi
+rm -rf "$probe"
+if ((linked == 0)); then
+  echo "fuzz: needs clang with its libFuzzer and sanitizer runtimes; on Debian 12:" >&2
+  echo "  apt-get install clang libclang-rt-dev" >&2
+  exit 1
+fi
+
 # Coverage instrumentation everywhere, the fuzzer's main only in the targets.
 # The kernels give clang their ISA features through `#pragma clang attribute`
 # (clang ignores `#pragma GCC target`), so the build runs on any x86-64 CPU and

@@ -16,6 +16,8 @@ packages=(
   python3-venv python3-setuptools python3-wheel
   # Certificates for the TLS tests
   openssl
+  # The quick start's /metrics call (README.md)
+  curl
   # D3D12 through vkd3d on Vulkan (lavapipe when there is no GPU)
   libvkd3d-dev libvkd3d-utils1 vkd3d-compiler libvulkan-dev mesa-vulkan-drivers
 )

@@ -95,6 +95,14 @@ absl::StatusOr<DeviceSet> CreateBackendDevices(absl::string_view backend,
   absl::Status status = AddD3D12Devices(options, /*allow_software=*/explicit_d3d12, set);
   if (status.ok()) return set;
   if (explicit_d3d12) return status;
+  // A user who names adapters wants those adapters: serving on the CPU
+  // instead would hide a typo or a missing GPU until someone reads the log.
+  // Only an unnamed choice ("whatever D3D12 has, else the CPU") falls back.
+  if (!options.adapter_indices.empty()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("--backend=auto with --devices: ", status.message(),
+                                     " (without --devices, auto serves on the CPU instead)"));
+  }
   set.note = absl::StrCat("no D3D12 device used (", status.message(), "); serving on the CPU");
   for (AdapterReport& adapter : set.adapters) adapter.used = false;
 #else

@@ -51,7 +51,9 @@ bool HaveD3D12Backend();
 // `backend`: "cpu" (the embedded CPU backend), "d3d12" (D3D12 adapters,
 // software ones such as lavapipe or WARP included; an error when there is
 // none) or "auto" (D3D12 on hardware adapters only, since the CPU backend
-// beats a software GPU; CPU otherwise). Never returns an empty device list.
+// beats a software GPU; CPU otherwise). "auto" with adapter indices named
+// (--devices) uses those or fails: it falls back to the CPU only when none
+// was named. Never returns an empty device list.
 absl::StatusOr<DeviceSet> CreateBackendDevices(absl::string_view backend,
                                                const BackendDeviceOptions& options);
 

@@ -12,6 +12,7 @@
 #include "server/platform/windows_error.h"
 #include "server/platform/windows_event_log.h"
 #include "server/platform/windows_start_report.h"
+#include "server/platform/wine_service_managers.h"
 
 namespace dmlserve {
 namespace {
@@ -22,6 +23,11 @@ struct ServiceHandleCloser {
 using ServiceHandle = std::unique_ptr<std::remove_pointer_t<SC_HANDLE>, ServiceHandleCloser>;
 
 absl::Status OpenManager(DWORD access, ServiceHandle& manager) {
+  // Under wine, a prefix may run a second service manager that cannot run
+  // services (wine_service_managers.h): it goes first, once per process.
+  if (std::string stopped = StopDuplicateWineServiceManagers(); !stopped.empty()) {
+    LogWarning(stopped);
+  }
   manager.reset(OpenSCManagerW(nullptr, nullptr, access));
   if (!manager) return Win32Error("opening the Service Control Manager");
   return absl::OkStatus();

@@ -31,6 +31,17 @@ TEST(StartupTest, UnknownD3D12AdapterIsRejected) {
   EXPECT_THAT(exit.output, Not(HasSubstr("serving gRPC")));
 }
 
+// docs/d3d12.md: a user who names an adapter wants that adapter; auto falls
+// back to the CPU only when none was named (AutoUsesHardwareAdapters...).
+TEST(StartupTest, AutoWithAnUnknownAdapterFailsRatherThanServingOnTheCpu) {
+  if (!BuiltWithD3D12()) GTEST_SKIP() << "this build has no D3D12 backend";
+  const ServerProcess::Exit exit = RunServer({"--backend=auto", "--devices=7"});
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("--backend=auto with --devices"));
+  EXPECT_THAT(exit.output, HasSubstr("7"));
+  EXPECT_THAT(exit.output, Not(HasSubstr("serving gRPC")));
+}
+
 TEST(StartupTest, BadDeviceListIsRejected) {
   const ServerProcess::Exit exit = RunServer({"--backend=d3d12", "--devices=0,x"});
   EXPECT_NE(exit.exit_code, 0);
