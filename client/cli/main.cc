@@ -1,7 +1,15 @@
 // dmlserve-cli: runs dmlserve operators from the command line.
 
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -62,7 +70,33 @@ ABSL_FLAG(bool, stream, false, "run: send over ExecuteStream even a single reque
 
 ABSL_FLAG(std::string, service, "", "health: service name to ask about; empty is the server");
 
+namespace {
+
+// Every failure says why: what would otherwise end the process without a
+// word (an exception nothing caught, a crash) says so on stderr first.
+[[noreturn]] void OnTerminate() {
+  std::fputs("dmlserve-cli: fatal: terminated by an uncaught exception or std::terminate\n",
+             stderr);
+  std::abort();
+}
+
+#ifdef _WIN32
+LONG WINAPI OnUnhandledException(EXCEPTION_POINTERS* exception) {
+  std::fprintf(stderr, "dmlserve-cli: fatal: unhandled exception 0x%08lx at %p\n",
+               static_cast<unsigned long>(exception->ExceptionRecord->ExceptionCode),
+               exception->ExceptionRecord->ExceptionAddress);
+  std::fflush(stderr);
+  return EXCEPTION_CONTINUE_SEARCH;
+}
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::set_terminate(OnTerminate);
+#ifdef _WIN32
+  SetUnhandledExceptionFilter(OnUnhandledException);
+#endif
   // --help lists the flags of the file that defines main(); Abseil looks for
   // one named after the program, which this file is not.
   absl::FlagsUsageConfig usage_config;
@@ -132,5 +166,11 @@ int main(int argc, char** argv) {
   settings.service = absl::GetFlag(FLAGS_service);
 
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
-  return dmlserve::client::cli::RunSubcommand(positional[1], args, settings);
+  const int code = dmlserve::client::cli::RunSubcommand(positional[1], args, settings);
+  // An answer that never reached stdout (closed, full disk) is a failure too.
+  if (!std::cout.flush()) {
+    std::fputs("dmlserve-cli: could not write the answer to stdout\n", stderr);
+    return code == 0 ? 1 : code;
+  }
+  return code;
 }

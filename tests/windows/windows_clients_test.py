@@ -38,7 +38,18 @@ def linux_cli(*args):
 
 
 def windows_cli(*args):
-    return run_wine(ENV, WINDOWS_CLI, *args, timeout=300)
+    result = run_wine(ENV, WINDOWS_CLI, *args, timeout=300)
+    if result.returncode != 0 and not result.stdout.strip() and not result.stderr.strip():
+        # dmlserve-cli.exe says why on every failure (even a crash: its
+        # unhandled-exception filter), so a failure without a word is wine's:
+        # once, on a cold CI machine starting other wine suites at -j2, the
+        # process never got to run. Run it once more with wine's own errors
+        # shown, and say so.
+        print(f"NOTE wine ran dmlserve-cli.exe {' '.join(args)} to exit {result.returncode} with "
+              "no output; once more, with WINEDEBUG=err+all", flush=True)
+        result = run_wine(dict(ENV, WINEDEBUG="err+all,fixme-all"), WINDOWS_CLI, *args,
+                          timeout=300)
+    return result
 
 
 def cli_checks(label, cli, address):
