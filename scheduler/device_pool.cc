@@ -73,7 +73,19 @@ bool DevicePool::ShouldTake(const Slot& slot) const {
   return true;
 }
 
-DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind) {
+void DevicePool::Claim(Slot& slot) {
+  DMLSERVE_DCHECK(slot.inflight < slot.workers);
+  ++slot.inflight;
+  ++inflight_batches_;
+}
+
+void DevicePool::Release(Slot& slot) {
+  DMLSERVE_DCHECK(slot.inflight > 0 && inflight_batches_ > 0);
+  --slot.inflight;
+  --inflight_batches_;
+}
+
+DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind, const Operation* operation) {
   for (const auto& slot : slots_) {
     if (slot->idle() && (uniform_ ? Serves(*slot) : ServedBy(*slot).test(Index(kind)))) {
       return slot.get();

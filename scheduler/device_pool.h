@@ -32,6 +32,7 @@
 // variables wait on.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ class DevicePool {
     bool healthy = true;
     bool fallback = false;
     int workers = 1;        // max_inflight_batches(): threads running its batches
-    int inflight = 0;       // batches it runs now, on workers or submitting threads
+    int inflight = 0;       // batches it runs now, on workers or submitting threads (Claim)
     int waiting = 0;        // its workers blocked in Wait
     int wakes_pending = 0;  // of those, signalled and not yet awake
     int exited = 0;         // its workers that left for good (shutdown, no recovery)
@@ -95,9 +96,25 @@ class DevicePool {
   // serving device with a free worker runs fewer batches.
   bool ShouldTake(const Slot& slot) const;
 
+  // In a pool where some device serves a subset of the operators, those
+  // `slot` takes (ServedBy), so that it looks only at their batches; nullopt
+  // (every batch) otherwise.
+  std::optional<OperatorSet> OnlyFor(const Slot& slot) const {
+    if (uniform_) return std::nullopt;
+    return ServedBy(slot);
+  }
+
   // A serving device that runs nothing (the least loaded by definition) and
-  // supports `kind`, or null.
-  Slot* IdleSlot(OperatorKind kind);
+  // supports `kind`, or null. `operation`: the arriving job's, if any.
+  Slot* IdleSlot(OperatorKind kind, const Operation* operation = nullptr);
+
+  // Counts a batch as running on `slot`, which has a free worker (ShouldTake
+  // or IdleSlot chose it). Every Claim is matched by one Release.
+  void Claim(Slot& slot);
+  // Counts a batch claimed on `slot` as done (it ran, or failed).
+  void Release(Slot& slot);
+  // Batches running now, on every device.
+  int inflight_batches() const { return inflight_batches_; }
 
   // Blocks a worker of `slot` on `mu` until woken or `deadline`.
   void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);
@@ -156,6 +173,7 @@ class DevicePool {
   int healthy_primary_ = 0;
   std::string last_failure_;
   bool stopping_ = false;
+  int inflight_batches_ = 0;
   static size_t Index(OperatorKind kind) { return static_cast<size_t>(kind); }
 
   bool uniform_ = true;

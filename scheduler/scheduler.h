@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch_limits.h"
+#include "scheduler/clock.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
@@ -63,6 +64,9 @@ struct SchedulerOptions {
   // Cheap jobs then never run on the submitting thread. The server sets it
   // from DMLSERVE_INJECT_BATCH_DELAY_US; 0 (off) otherwise.
   absl::Duration injected_batch_delay = absl::ZeroDuration();
+  // Where the scheduler reads the time (null: the real clock). Must outlive
+  // the scheduler.
+  const Clock* clock = nullptr;
 };
 
 struct DeviceStatus {
