@@ -1,11 +1,17 @@
 #include "scheduler/dispatch_policy.h"
 
+#include "scheduler/cost_model.h"
+
 namespace dmlserve {
 
 DispatchPolicy::Arrival DispatchPolicy::Arrive(const Operation& operation, OperatorKind kind,
-                                               const BatchQueue& queue, DevicePool& pool) {
+                                               absl::Time now, const BatchQueue& queue,
+                                               DevicePool& pool) {
   Arrival arrival;
-  if (options_.arrivals_take_idle_devices) arrival.idle = pool.IdleSlot(kind, &operation);
+  if (pool.placement() == Placement::kCost) {
+    arrival.preferred = pool.Best(kind, JobWorkUnits(operation) + SharedWorkUnits(operation), now);
+  }
+  if (options_.arrivals_take_idle_devices) arrival.idle = pool.IdleSlot(kind, &operation, now);
   NoteArrival(/*found_work=*/arrival.idle == nullptr || !queue.empty());
   arrival.busy = under_load();
   if (!queue.empty() || arrival.idle == nullptr ||

@@ -64,9 +64,12 @@ class DispatchPolicy {
     bool run_here = false;             // alone, on this thread, on `idle`
     int company = 0;                   // when queued: > 1 holds its batch
     bool busy = false;                 // the load signal, for BusyCoresScope
+    // Placement::kCost: where it would finish first (the device to wake for
+    // it); null otherwise.
+    DevicePool::Slot* preferred = nullptr;
   };
-  Arrival Arrive(const Operation& operation, OperatorKind kind, const BatchQueue& queue,
-                 DevicePool& pool);
+  Arrival Arrive(const Operation& operation, OperatorKind kind, absl::Time now,
+                 const BatchQueue& queue, DevicePool& pool);
 
   // What the submitting thread does once the job is queued (BatchQueue::Add
   // with arrival.company). `was_empty` and `was_runnable_for_busy`

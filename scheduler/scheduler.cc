@@ -23,6 +23,7 @@
 #include "scheduler/batch_execution.h"
 #include "scheduler/batch_queue.h"
 #include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/dispatch_policy.h"
 
@@ -33,6 +34,17 @@ namespace {
 // batches that queued meanwhile) before it leaves the rest to the device's
 // workers and returns to gRPC, whose connections it also serves.
 constexpr int kMaxBatchesOnCaller = 4;
+
+// Placed by cost, how often a worker that left every waiting batch to a
+// device that finishes it sooner looks at the queue again unwoken.
+constexpr absl::Duration kDeclinedRecheck = absl::Milliseconds(50);
+
+double BatchWorkUnits(const Batch& batch) {
+  if (batch.jobs.empty()) return 0;
+  double units = SharedWorkUnits(batch.jobs.front()->operation);
+  for (const auto& job : batch.jobs) units += JobWorkUnits(job->operation);
+  return units;
+}
 
 }  // namespace
 
@@ -55,6 +67,10 @@ class Scheduler::Impl : public JobCancellationListener {
   }
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const { return options_; }
+  void SeedCost(size_t index, OperatorKind kind, double fixed_seconds, double seconds_per_unit) {
+    absl::MutexLock lock(&mu_);
+    if (index < pool_.size()) pool_.at(index).cost.Seed(kind, fixed_seconds, seconds_per_unit);
+  }
 
   void OnJobCancelled(Job& job) override;
 
@@ -62,6 +78,13 @@ class Scheduler::Impl : public JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
+  // kCost: when a batch of `units` of `kind` started at `now` on `slot` is
+  // estimated to end.
+  absl::Time EstimatedEnd(const Slot& slot, OperatorKind kind, double units, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (pool_placement_ != Placement::kCost) return absl::InfiniteFuture();
+    return now + slot.cost.Estimate(kind, units, now);
+  }
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
@@ -120,6 +143,7 @@ class Scheduler::Impl : public JobCancellationListener {
   const SchedulerOptions options_;
   SchedulerObserver* const observer_;
   const Clock* const clock_;
+  const Placement pool_placement_;  // pool_.placement(), read without the lock
 
   mutable absl::Mutex mu_;
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
@@ -143,8 +167,9 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
     : options_(options),
       observer_(observer),
       clock_(options.clock != nullptr ? options.clock : Clock::Real()),
+      pool_placement_(options.placement),
       queue_(options.batch),
-      pool_(std::move(devices), std::move(fallback_devices)),
+      pool_(std::move(devices), std::move(fallback_devices), options.placement),
       policy_(
           {options.hold_backstop,
            /*arrivals_take_idle_devices=*/options.injected_batch_delay <= absl::ZeroDuration()}) {
@@ -202,9 +227,11 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   }
   const absl::Time now = clock_->Now();
   job->enqueue_time = now;
-  const DispatchPolicy::Arrival arrival = policy_.Arrive(job->operation, kind, queue_, pool_);
+  const DispatchPolicy::Arrival arrival = policy_.Arrive(job->operation, kind, now, queue_, pool_);
   if (arrival.run_here) {
-    pool_.Claim(*arrival.idle);
+    pool_.Claim(*arrival.idle,
+                EstimatedEnd(*arrival.idle, kind,
+                             JobWorkUnits(job->operation) + SharedWorkUnits(job->operation), now));
     policy_.CallerLoopBegins();
     mu_.Unlock();
     auto batch = std::make_unique<Batch>(std::move(key));
@@ -223,7 +250,7 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
     case DispatchPolicy::AfterQueue::kNothing:
       break;
     case DispatchPolicy::AfterQueue::kWakeOne:
-      pool_.WakeOne(/*busy_may_take=*/true);
+      pool_.WakeOne(/*busy_may_take=*/true, arrival.preferred);
       break;
     case DispatchPolicy::AfterQueue::kTakeHere:
       batch = TakeLocked(arrival.idle, now, CheapOn(*arrival.idle->device), unrun);
@@ -284,6 +311,13 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
     }
     std::unique_ptr<Batch> batch = TakeLocked(
         slot, now, [](const Batch&) { return true; }, unrun);
+    if (batch == nullptr && unrun.empty()) {
+      // Placed by cost, every batch this device could start finishes sooner
+      // elsewhere (TakeLocked woke that device). It looks again when woken,
+      // and now and then on its own: estimates change as they age.
+      pool_.Wait(*slot, &mu_, now + kDeclinedRecheck);
+      continue;
+    }
     // More waits: let another device (or another worker of this one) take it
     // or arm its due time; wakes chain one by one.
     if (batch != nullptr && !queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
@@ -302,12 +336,31 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
                                                    std::vector<UnrunJob>& unrun) {
   const std::optional<OperatorSet> only = pool_.OnlyFor(*slot);
-  std::unique_ptr<Batch> batch =
-      !only.has_value()
-          ? queue_.Take(now, slot->idle(), *slot->device, accept)
-          : queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
-              return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
-            });
+  std::unique_ptr<Batch> batch;
+  if (pool_.placement() == Placement::kCost) {
+    // Only batches that finish first here; the device where one would
+    // finish first is woken for it.
+    Slot* elsewhere = nullptr;
+    batch = queue_.Take(now, slot->idle(), *slot->device, [&](const Batch& candidate) {
+      if (only.has_value() && !only->test(static_cast<size_t>(candidate.key.kind()))) {
+        return false;
+      }
+      if (!accept(candidate)) return false;
+      Slot* best = nullptr;
+      if (pool_.Prefers(*slot, candidate.key.kind(), BatchWorkUnits(candidate), now, &best)) {
+        return true;
+      }
+      if (elsewhere == nullptr) elsewhere = best;
+      return false;
+    });
+    if (batch == nullptr && elsewhere != nullptr) pool_.WakeOne(/*busy_may_take=*/true, elsewhere);
+  } else if (!only.has_value()) {
+    batch = queue_.Take(now, slot->idle(), *slot->device, accept);
+  } else {
+    batch = queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
+      return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
+    });
+  }
   if (batch == nullptr) return nullptr;
   RemoveDeadJobs(*batch, now, unrun);
   for (const auto& job : batch->jobs) {
@@ -315,7 +368,7 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
   }
   NoteDepthLocked();
   if (batch->jobs.empty()) return nullptr;
-  pool_.Claim(*slot);
+  pool_.Claim(*slot, EstimatedEnd(*slot, batch->key.kind(), BatchWorkUnits(*batch), now));
   return batch;
 }
 
@@ -345,6 +398,12 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
 bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   std::vector<Answer> answers;
   absl::Status failure;
+  // What the device's cost model learns from (before the jobs' operations
+  // are handed to their answers).
+  const bool learn = pool_placement_ == Placement::kCost;
+  const double units = learn ? BatchWorkUnits(*batch) : 0;
+  const OperatorKind kind = batch->key.kind();
+  absl::Duration took;
   {
     const BusyCoresScope cores(busy);
     if (options_.injected_batch_delay > absl::ZeroDuration()) {
@@ -353,13 +412,16 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
     // Answers wait until the device is given back (FinishBatchLocked):
     // sending a batch's responses takes longer than computing it, and
     // meanwhile the device can run the next batch on another thread.
+    const absl::Time start = clock_->Now();
     failure = ExecuteBatch(*slot->device, *batch, observer_, answers);
+    took = clock_->Now() - start;
   }
   std::vector<UnrunJob> unrun;
   bool removed_now;
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
+    if (learn && failure.ok()) slot->cost.Observe(kind, units, took, clock_->Now());
     removed_now = FinishBatchLocked(slot, std::move(batch), failure, unrun);
     devices_left = pool_.healthy();
   }
@@ -456,6 +518,11 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
       status.description = slot.device->description();
       status.healthy = slot.healthy;
       status.fallback = slot.fallback;
+      if (pool_.placement() == Placement::kCost) {
+        for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+          status.costs[kind] = slot.cost.LineAt(static_cast<OperatorKind>(kind), clock_->Now());
+        }
+      }
       statuses.push_back(std::move(status));
       devices.push_back(slot.device.get());
     }
@@ -489,5 +556,10 @@ uint64_t Scheduler::WorkingBytes(const Operation& operation) const {
 std::vector<DeviceStatus> Scheduler::devices() const { return impl_->devices(); }
 
 const SchedulerOptions& Scheduler::options() const { return impl_->options(); }
+
+void Scheduler::SeedCost(size_t index, OperatorKind kind, double fixed_seconds,
+                         double seconds_per_unit) {
+  impl_->SeedCost(index, kind, fixed_seconds, seconds_per_unit);
+}
 
 }  // namespace dmlserve

@@ -20,6 +20,7 @@
 // A device prefers batches whose registered tensors are resident on it
 // (BatchQueue::Take); EvictTensor forwards registry releases to every device.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,6 +31,8 @@
 #include "kernels/backend/device.h"
 #include "scheduler/batch_limits.h"
 #include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
@@ -67,12 +70,20 @@ struct SchedulerOptions {
   // Where the scheduler reads the time (null: the real clock). Must outlive
   // the scheduler.
   const Clock* clock = nullptr;
+  // Which device takes a batch (device_pool.h): the least loaded, fallbacks
+  // behind the primaries (--placement=gpu_first), or where it finishes first,
+  // every device a peer (--placement=cost; calibrate the devices' cost
+  // models with SeedCosts first).
+  Placement placement = Placement::kLeastLoaded;
 };
 
 struct DeviceStatus {
   DeviceDescription description;
   bool healthy = true;
   bool fallback = false;
+  // With Placement::kCost: what a batch of each operator is estimated to
+  // cost there (indexed by OperatorKind).
+  std::array<CostLine, kOperatorKindCount> costs;
   uint64_t memory_bytes = 0;
   uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
 };
@@ -113,6 +124,10 @@ class Scheduler {
 
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const;
+
+  // With Placement::kCost: sets device `index`'s (in devices() order)
+  // estimate for `kind` (calibration.h measures it). Thread-safe.
+  void SeedCost(size_t index, OperatorKind kind, double fixed_seconds, double seconds_per_unit);
 
  private:
   class Impl;

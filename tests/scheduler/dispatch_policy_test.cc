@@ -67,7 +67,7 @@ class DispatchPolicyTest : public ::testing::Test {
     std::shared_ptr<Job> job = t::NewJob(t::ScanOf(kF32, {2}, tag))->job;
     job->enqueue_time = now;
     Outcome outcome;
-    outcome.arrival = policy_.Arrive(job->operation, KindOf(job->operation), queue_, *pool_);
+    outcome.arrival = policy_.Arrive(job->operation, KindOf(job->operation), now, queue_, *pool_);
     if (outcome.arrival.run_here) return outcome;
     const bool was_empty = queue_.empty();
     const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
@@ -279,7 +279,8 @@ TEST(DispatchPolicyFaultInjectionTest, UnderInjectedDelayNoArrivalFindsAnIdleDev
   DevicePool pool(std::move(devices), {});
   DispatchPolicy policy({kBackstop, /*arrivals_take_idle_devices=*/false});
   const Operation scan = t::ScanOf(kF32, {2}, 1);
-  const DispatchPolicy::Arrival arrival = policy.Arrive(scan, KindOf(scan), queue, pool);
+  const DispatchPolicy::Arrival arrival =
+      policy.Arrive(scan, KindOf(scan), absl::Now(), queue, pool);
   EXPECT_FALSE(arrival.run_here);
   EXPECT_EQ(arrival.idle, nullptr);
 }
