@@ -22,6 +22,7 @@
 #include "scheduler/batch.h"
 #include "scheduler/batch_execution.h"
 #include "scheduler/batch_queue.h"
+#include "scheduler/calibration.h"
 #include "scheduler/clock.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/device_pool.h"
@@ -67,10 +68,6 @@ class Scheduler::Impl : public JobCancellationListener {
   }
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const { return options_; }
-  void SeedCost(size_t index, OperatorKind kind, double fixed_seconds, double seconds_per_unit) {
-    absl::MutexLock lock(&mu_);
-    if (index < pool_.size()) pool_.at(index).cost.Seed(kind, fixed_seconds, seconds_per_unit);
-  }
 
   void OnJobCancelled(Job& job) override;
 
@@ -176,6 +173,18 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
   std::vector<Slot*> workers;
   {
     absl::MutexLock lock(&mu_);
+    // Placed by cost among several devices: each one's estimates start from
+    // a calibration (before any worker runs, so it has the device to
+    // itself). A device that cannot run it is not fit to serve: it is out of
+    // rotation from the start, and probed as any failed device.
+    if (pool_.placement() == Placement::kCost && pool_.size() > 1) {
+      for (size_t i = 0; i < pool_.size(); ++i) {
+        Slot& slot = pool_.at(i);
+        if (absl::Status calibrated = Calibrate(*slot.device, slot.cost); !calibrated.ok()) {
+          pool_.MarkFailed(slot, calibrated);
+        }
+      }
+    }
     for (size_t i = 0; i < pool_.size(); ++i) {
       for (int j = 0; j < pool_.at(i).workers; ++j) workers.push_back(&pool_.at(i));
     }
@@ -556,10 +565,5 @@ uint64_t Scheduler::WorkingBytes(const Operation& operation) const {
 std::vector<DeviceStatus> Scheduler::devices() const { return impl_->devices(); }
 
 const SchedulerOptions& Scheduler::options() const { return impl_->options(); }
-
-void Scheduler::SeedCost(size_t index, OperatorKind kind, double fixed_seconds,
-                         double seconds_per_unit) {
-  impl_->SeedCost(index, kind, fixed_seconds, seconds_per_unit);
-}
 
 }  // namespace dmlserve

@@ -72,8 +72,8 @@ struct SchedulerOptions {
   const Clock* clock = nullptr;
   // Which device takes a batch (device_pool.h): the least loaded, fallbacks
   // behind the primaries (--placement=gpu_first), or where it finishes first,
-  // every device a peer (--placement=cost; calibrate the devices' cost
-  // models with SeedCosts first).
+  // every device a peer (--placement=cost; with several devices, the
+  // constructor first calibrates each one, calibration.h).
   Placement placement = Placement::kLeastLoaded;
 };
 
@@ -124,10 +124,6 @@ class Scheduler {
 
   std::vector<DeviceStatus> devices() const;
   const SchedulerOptions& options() const;
-
-  // With Placement::kCost: sets device `index`'s (in devices() order)
-  // estimate for `kind` (calibration.h measures it). Thread-safe.
-  void SeedCost(size_t index, OperatorKind kind, double fixed_seconds, double seconds_per_unit);
 
  private:
   class Impl;

@@ -1231,5 +1231,58 @@ TEST_F(SchedulerTest, JobsOfAnOperatorWhoseLastDeviceFailedFailUnavailable) {
   EXPECT_EQ(scheduler_->Submit(late->job).code(), absl::StatusCode::kUnavailable);
 }
 
+// --- Placement by cost (Placement::kCost), through the scheduler's threads ---
+// Where each batch should go, exactly, is placement_test's; here: a pool
+// placed by cost calibrates its devices, answers every job correctly from
+// many threads at once (also under TSan), and survives losing a device.
+
+TEST_F(SchedulerTest, PlacedByCostEveryJobIsAnsweredFromManyThreadsAndADeviceLossMovesWork) {
+  SchedulerOptions options = Options(8, absl::Microseconds(100));
+  options.placement = Placement::kCost;
+  Start(options, /*device_count=*/2, /*inflight=*/2);
+  devices_[0]->RunOnCallerThread(true);
+  // Calibration ran a small and a large batch of each operator, three times.
+  EXPECT_GE(devices_[0]->executed().size(), 3u * 2 * kOperatorKindCount);
+  EXPECT_GE(devices_[1]->executed().size(), 3u * 2 * kOperatorKindCount);
+  for (const DeviceStatus& status : scheduler_->devices()) {
+    EXPECT_FALSE(status.fallback);
+    EXPECT_GT(status.costs[0].Estimate(1e6), 0) << status.description.name;
+  }
+  const auto load = [this](int thread) {
+    std::vector<std::shared_ptr<Submitted>> jobs;
+    for (int i = 0; i < 50; ++i) {
+      jobs.push_back(
+          Submit(ScanOf(i % 2 ? kF32 : DataType::kInt32, {static_cast<uint32_t>(1 + i % 7), 3},
+                        static_cast<float>(thread * 100 + i), 1)));
+    }
+    for (auto& job : jobs) {
+      ASSERT_TRUE(job->Await());
+      ExpectCorrectScan(*job);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(load, t);
+  for (auto& thread : threads) thread.join();
+
+  // Whichever device the next batch prefers fails it: its jobs move to the
+  // other device (max_attempts 2), which then serves everything.
+  devices_[0]->FailNext(1);
+  devices_[1]->FailNext(1);
+  auto moved = Submit(ScanOf(kF32, {4}, 1000));
+  ASSERT_TRUE(moved->Await());
+  if (moved->result.status.ok()) ExpectCorrectScan(*moved);
+  ASSERT_TRUE(observer_.AwaitDeviceRemoved());
+  int healthy = 0;
+  for (const DeviceStatus& status : scheduler_->devices()) healthy += status.healthy;
+  if (healthy == 0) return;  // both failed it: nothing left to serve (max_attempts)
+  devices_[0]->FailNext(0);
+  devices_[1]->FailNext(0);
+  for (int i = 0; i < 20; ++i) {
+    auto job = Submit(ScanOf(kF32, {4}, 2000 + i));
+    ASSERT_TRUE(job->Await());
+    ExpectCorrectScan(*job);
+  }
+}
+
 }  // namespace
 }  // namespace dmlserve
