@@ -10,8 +10,10 @@
 namespace dmlserve {
 
 DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
-                       std::vector<std::unique_ptr<Device>> fallback) {
-  const size_t primaries = primary.size();
+                       std::vector<std::unique_ptr<Device>> fallback, Placement placement)
+    : placement_(placement) {
+  // Placed by cost, the devices behind the GPUs are their peers.
+  const size_t primaries = primary.size() + (placement == Placement::kCost ? fallback.size() : 0);
   for (auto& device : fallback) primary.push_back(std::move(device));
   for (size_t i = 0; i < primary.size(); ++i) {
     auto slot = std::make_unique<Slot>();
@@ -63,7 +65,7 @@ bool DevicePool::FallbacksServe(OperatorKind kind) const {
 
 bool DevicePool::ShouldTake(const Slot& slot) const {
   if (!Serves(slot) || slot.inflight >= slot.workers) return false;
-  if (!uniform_) return true;
+  if (!uniform_ || placement_ == Placement::kCost) return true;
   for (const auto& other : slots_) {
     if (other.get() != &slot && Serves(*other) && other->inflight < other->workers &&
         other->inflight < slot.inflight) {
@@ -73,7 +75,58 @@ bool DevicePool::ShouldTake(const Slot& slot) const {
   return true;
 }
 
-DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind) {
+void DevicePool::Claim(Slot& slot, absl::Time estimated_end) {
+  DMLSERVE_DCHECK(slot.inflight < slot.workers);
+  ++slot.inflight;
+  ++inflight_batches_;
+  if (placement_ == Placement::kCost) slot.running_ends.push_back(estimated_end);
+}
+
+void DevicePool::Release(Slot& slot) {
+  DMLSERVE_DCHECK(slot.inflight > 0 && inflight_batches_ > 0);
+  --slot.inflight;
+  --inflight_batches_;
+  if (placement_ == Placement::kCost) {
+    // Which of its batches ended is not known here; the earliest estimate is
+    // the likeliest, and the estimates are only estimates.
+    DMLSERVE_DCHECK(!slot.running_ends.empty());
+    slot.running_ends.erase(std::min_element(slot.running_ends.begin(), slot.running_ends.end()));
+  }
+}
+
+absl::Time DevicePool::FreeAt(const Slot& slot, absl::Time now) const {
+  if (slot.inflight < slot.workers || slot.running_ends.empty()) return now;
+  return std::max(now, *std::min_element(slot.running_ends.begin(), slot.running_ends.end()));
+}
+
+DevicePool::Slot* DevicePool::Best(OperatorKind kind, double units, absl::Time now) {
+  Slot* best = nullptr;
+  absl::Time best_end = absl::InfiniteFuture();
+  for (const auto& slot : slots_) {
+    if (!ServedBy(*slot).test(Index(kind))) continue;
+    const absl::Time end = FreeAt(*slot, now) + slot->cost.Estimate(kind, units, now);
+    if (best == nullptr || end < best_end) {
+      best = slot.get();
+      best_end = end;
+    }
+  }
+  return best;
+}
+
+bool DevicePool::Prefers(const Slot& slot, OperatorKind kind, double units, absl::Time now,
+                         Slot** best) {
+  if (placement_ != Placement::kCost) return true;
+  Slot* first = Best(kind, units, now);
+  if (best != nullptr) *best = first;
+  return first == &slot;
+}
+
+DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind, const Operation* operation,
+                                       absl::Time now) {
+  if (placement_ == Placement::kCost && operation != nullptr) {
+    Slot* best = Best(kind, JobWorkUnits(*operation) + SharedWorkUnits(*operation), now);
+    return best != nullptr && best->idle() ? best : nullptr;
+  }
   for (const auto& slot : slots_) {
     if (slot->idle() && (uniform_ ? Serves(*slot) : ServedBy(*slot).test(Index(kind)))) {
       return slot.get();
@@ -109,8 +162,20 @@ bool DevicePool::Signal(Slot& slot) {
   return true;
 }
 
-void DevicePool::WakeOne(bool busy_may_take) {
+void DevicePool::WakeOne(bool busy_may_take, Slot* preferred) {
   if (!uniform_) return WakeAll();
+  if (placement_ == Placement::kCost) {
+    if (preferred != nullptr) {
+      if (Serves(*preferred) && preferred->inflight < preferred->workers) Signal(*preferred);
+      return;
+    }
+    for (const auto& slot : slots_) {
+      if (Serves(*slot) && slot->inflight < slot->workers && (busy_may_take || slot->idle())) {
+        Signal(*slot);
+      }
+    }
+    return;
+  }
   for (const auto& slot : slots_) {
     if (Serves(*slot) && slot->idle() && Signal(*slot)) return;
   }

@@ -12,9 +12,19 @@
 //    GPUs) only once every primary has failed, so a lost GPU never strands a
 //    request and a healthy one is never bypassed (in a mixed pool, below: a
 //    fallback serves an operator once no healthy primary runs it);
-//  - who takes the next batch: the serving device running the fewest
-//    batches (least outstanding work). Devices pull, so this turns "whoever
-//    wakes first" into placement;
+//  - who takes the next batch, by the pool's Placement:
+//     - kLeastLoaded: the serving device running the fewest batches (least
+//       outstanding work). Devices pull, so this turns "whoever wakes first"
+//       into placement. Fallbacks stay behind the primaries.
+//     - kCost: the device where the batch would *finish* first: when one of
+//       its workers is free (now, or when its earliest running batch is
+//       estimated to end) plus what the batch is estimated to cost there
+//       (its CostModel, cost_model.h). Unlike devices are peers: the CPU
+//       takes the small batches a GPU would spend its fixed cost on, the GPU
+//       the large ones, and each forms batches of what it is good at. (A
+//       device that lost its work to a slow spell gets it back as its
+//       estimate fades toward its calibration.) Fallbacks join the
+//       primaries as peers (they still serve when every GPU is lost);
 //  - which operators each device runs (Device::Supports). When every device
 //    runs every operator (the usual case, and the fast path), the rules
 //    above hold as stated. In a *mixed* pool, where some device serves a
@@ -32,6 +42,7 @@
 // variables wait on.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,9 +50,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
+#include "scheduler/cost_model.h"
 #include "scheduler/scheduler_observer.h"
 
 namespace dmlserve {
+
+enum class Placement { kLeastLoaded, kCost };
 
 class DevicePool {
  public:
@@ -50,12 +64,15 @@ class DevicePool {
     bool healthy = true;
     bool fallback = false;
     int workers = 1;        // max_inflight_batches(): threads running its batches
-    int inflight = 0;       // batches it runs now, on workers or submitting threads
+    int inflight = 0;       // batches it runs now, on workers or submitting threads (Claim)
     int waiting = 0;        // its workers blocked in Wait
     int wakes_pending = 0;  // of those, signalled and not yet awake
     int exited = 0;         // its workers that left for good (shutdown, no recovery)
     bool probing = false;   // one of its workers is bringing it back (Recover)
     OperatorSet supports;   // Device::Supports, asked once
+    CostModel cost;         // kCost: what a batch costs here
+    // kCost: when each batch running here is estimated to end, in no order.
+    std::vector<absl::Time> running_ends;
     // When each waiting worker wakes on its own (InfiniteFuture: only when
     // signalled), in no order.
     std::vector<absl::Time> wait_deadlines;
@@ -64,9 +81,11 @@ class DevicePool {
     bool idle() const { return inflight == 0; }
   };
 
-  // `primary` must not be empty for the scheduler to run anything.
+  // `primary` must not be empty for the scheduler to run anything. With
+  // kCost, `fallback` devices join them as peers.
   DevicePool(std::vector<std::unique_ptr<Device>> primary,
-             std::vector<std::unique_ptr<Device>> fallback);
+             std::vector<std::unique_ptr<Device>> fallback,
+             Placement placement = Placement::kLeastLoaded);
 
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
@@ -91,13 +110,48 @@ class DevicePool {
   // a batch that failed on devices still runs, see the scheduler).
   bool FallbacksServe(OperatorKind kind) const;
 
-  // Whether `slot` should take the next batch: it serves, and no other
-  // serving device with a free worker runs fewer batches.
+  Placement placement() const { return placement_; }
+
+  // Whether `slot` should take a batch: it serves and has a free worker; with
+  // kLeastLoaded, no other serving device with a free worker runs fewer
+  // batches (with kCost, Prefers decides per batch).
   bool ShouldTake(const Slot& slot) const;
 
-  // A serving device that runs nothing (the least loaded by definition) and
-  // supports `kind`, or null.
-  Slot* IdleSlot(OperatorKind kind);
+  // kCost: whether `slot` should run a batch of `kind` and `units` of work:
+  // it is where the batch finishes first (see above). `best`, when not null,
+  // is set to where it does. Always true with kLeastLoaded.
+  bool Prefers(const Slot& slot, OperatorKind kind, double units, absl::Time now,
+               Slot** best = nullptr);
+  // kCost: the serving device of `kind` where a batch of `units` finishes
+  // first (ties: the first in the pool), or null.
+  Slot* Best(OperatorKind kind, double units, absl::Time now);
+  // kCost: when a worker of `slot` is free: now, or the earliest estimated
+  // end of its running batches (never before now).
+  absl::Time FreeAt(const Slot& slot, absl::Time now) const;
+
+  // In a pool where some device serves a subset of the operators, those
+  // `slot` takes (ServedBy), so that it looks only at their batches; nullopt
+  // (every batch) otherwise.
+  std::optional<OperatorSet> OnlyFor(const Slot& slot) const {
+    if (uniform_) return std::nullopt;
+    return ServedBy(slot);
+  }
+
+  // A serving device that runs nothing and supports `kind`, or null: with
+  // kLeastLoaded the first such (the least loaded by definition); with kCost,
+  // the device where `operation` (the arriving job's; required) finishes
+  // first, when that one is idle.
+  Slot* IdleSlot(OperatorKind kind, const Operation* operation = nullptr,
+                 absl::Time now = absl::InfinitePast());
+
+  // Counts a batch as running on `slot`, which has a free worker (ShouldTake
+  // or IdleSlot chose it), until `estimated_end` (kCost). Every Claim is
+  // matched by one Release.
+  void Claim(Slot& slot, absl::Time estimated_end = absl::InfiniteFuture());
+  // Counts a batch claimed on `slot` as done (it ran, or failed).
+  void Release(Slot& slot);
+  // Batches running now, on every device.
+  int inflight_batches() const { return inflight_batches_; }
 
   // Blocks a worker of `slot` on `mu` until woken or `deadline`.
   void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);
@@ -113,7 +167,10 @@ class DevicePool {
   // is ready, or a new due time must be armed), one of a serving device with
   // room. Does nothing when no such worker waits. In a mixed pool it wakes
   // every waiting worker instead: only they know which batches they can run.
-  void WakeOne(bool busy_may_take);
+  // With kCost: one of `preferred` (where the work finishes first) when
+  // given, else one of each serving device with room (each judges the queue
+  // by its own costs).
+  void WakeOne(bool busy_may_take, Slot* preferred = nullptr);
 
   // Wakes every waiting worker (a device failed, or shutdown).
   void WakeAll();
@@ -156,6 +213,8 @@ class DevicePool {
   int healthy_primary_ = 0;
   std::string last_failure_;
   bool stopping_ = false;
+  int inflight_batches_ = 0;
+  const Placement placement_;
   static size_t Index(OperatorKind kind) { return static_cast<size_t>(kind); }
 
   bool uniform_ = true;

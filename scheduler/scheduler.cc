@@ -22,7 +22,11 @@
 #include "scheduler/batch.h"
 #include "scheduler/batch_execution.h"
 #include "scheduler/batch_queue.h"
+#include "scheduler/calibration.h"
+#include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
 #include "scheduler/device_pool.h"
+#include "scheduler/dispatch_policy.h"
 
 namespace dmlserve {
 namespace {
@@ -31,6 +35,17 @@ namespace {
 // batches that queued meanwhile) before it leaves the rest to the device's
 // workers and returns to gRPC, whose connections it also serves.
 constexpr int kMaxBatchesOnCaller = 4;
+
+// Placed by cost, how often a worker that left every waiting batch to a
+// device that finishes it sooner looks at the queue again unwoken.
+constexpr absl::Duration kDeclinedRecheck = absl::Milliseconds(50);
+
+double BatchWorkUnits(const Batch& batch) {
+  if (batch.jobs.empty()) return 0;
+  double units = SharedWorkUnits(batch.jobs.front()->operation);
+  for (const auto& job : batch.jobs) units += JobWorkUnits(job->operation);
+  return units;
+}
 
 }  // namespace
 
@@ -60,15 +75,17 @@ class Scheduler::Impl : public JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
-  // When an idle or waiting worker of `slot` should next look at the queue
-  // on its own (InfiniteFuture: only when woken). `holds_seen`: the worker's
-  // count of holds_begun_ at its last look, updated.
-  absl::Time NextLookLocked(const Slot& slot, bool should_take, absl::Time now,
-                            uint64_t& holds_seen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kCost: when a batch of `units` of `kind` started at `now` on `slot` is
+  // estimated to end.
+  absl::Time EstimatedEnd(const Slot& slot, OperatorKind kind, double units, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (pool_placement_ != Placement::kCost) return absl::InfiniteFuture();
+    return now + slot.cost.Estimate(kind, units, now);
+  }
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
-  // `busy`: the load signal when `batch` was taken (UnderLoadLocked), passed
+  // `busy`: the load signal when `batch` was taken (DispatchPolicy::under_load), passed
   // to the device as a BusyCoresScope.
   void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy);
   // The one way a batch runs, on a worker or a submitting thread: runs
@@ -105,22 +122,6 @@ class Scheduler::Impl : public JobCancellationListener {
       for (auto& job : queue_.RemoveAll(kind)) unrun.push_back({std::move(job), status});
     }
   }
-  // Whether all that waits is a batch in its hold, and a worker of `slot`
-  // will look at the queue by the hold's end plus hold_backstop without being
-  // woken (DevicePool::WillLookBy).
-  bool HoldCoveredLocked(const Slot& slot, absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return options_.hold_backstop > absl::ZeroDuration() &&
-           !queue_.HasRunnable(now, /*idle=*/true) &&
-           pool_.WillLookBy(slot, queue_.hold_end() + options_.hold_backstop);
-  }
-  // In a pool where some device serves a subset of the operators, those
-  // `slot` takes (DevicePool::ServedBy), to look only at their batches;
-  // nullopt (every batch) otherwise.
-  std::optional<OperatorSet> OnlyFor(const Slot& slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (pool_.uniform()) return std::nullopt;
-    return pool_.ServedBy(slot);
-  }
   // Accepts a batch whose every job may run on a submitting thread.
   static auto CheapOn(const Device& device) {
     return [&device](const Batch& candidate) {
@@ -130,19 +131,6 @@ class Scheduler::Impl : public JobCancellationListener {
       return true;
     };
   }
-  // The load signal: a moving average over recent arrivals of whether each
-  // found work waiting or no device idle. Under sustained load most do; at
-  // low load (one client, one call at a time) none do, so no job ever waits
-  // for company there.
-  void NoteArrivalLocked(bool found_work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    busy_arrivals_ += ((found_work ? kLoadScale : 0) - busy_arrivals_) / kLoadWindow;
-  }
-  bool UnderLoadLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return busy_arrivals_ >= kLoadScale / 2;
-  }
-  static constexpr int kLoadScale = 1 << 16;
-  static constexpr int kLoadWindow = 8;  // arrivals, roughly
-
   void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     depth_.store(static_cast<int>(queue_.job_count()), std::memory_order_relaxed);
   }
@@ -151,17 +139,13 @@ class Scheduler::Impl : public JobCancellationListener {
 
   const SchedulerOptions options_;
   SchedulerObserver* const observer_;
+  const Clock* const clock_;
+  const Placement pool_placement_;  // pool_.placement(), read without the lock
 
   mutable absl::Mutex mu_;
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);
   DevicePool pool_ ABSL_GUARDED_BY(mu_);
-  int inflight_batches_ ABSL_GUARDED_BY(mu_) = 0;
-  int busy_arrivals_ ABSL_GUARDED_BY(mu_) = 0;  // NoteArrivalLocked, in 1/kLoadScale
-  // Holds begun so far: an idle worker keeps looking at the queue every
-  // hold_backstop while this grows (HoldCoveredLocked).
-  uint64_t holds_begun_ ABSL_GUARDED_BY(mu_) = 0;
-  // RunOnCaller loops under way: each looks at the queue again before it ends.
-  int caller_loops_ ABSL_GUARDED_BY(mu_) = 0;
+  DispatchPolicy policy_ ABSL_GUARDED_BY(mu_);
   // Runs whose answers are not yet delivered (Run to DeliverAnswers):
   // shutdown waits for them too.
   int delivering_ ABSL_GUARDED_BY(mu_) = 0;
@@ -179,11 +163,28 @@ Scheduler::Impl::Impl(const SchedulerOptions& options, std::vector<std::unique_p
                       std::vector<std::unique_ptr<Device>> fallback_devices)
     : options_(options),
       observer_(observer),
+      clock_(options.clock != nullptr ? options.clock : Clock::Real()),
+      pool_placement_(options.placement),
       queue_(options.batch),
-      pool_(std::move(devices), std::move(fallback_devices)) {
+      pool_(std::move(devices), std::move(fallback_devices), options.placement),
+      policy_(
+          {options.hold_backstop,
+           /*arrivals_take_idle_devices=*/options.injected_batch_delay <= absl::ZeroDuration()}) {
   std::vector<Slot*> workers;
   {
     absl::MutexLock lock(&mu_);
+    // Placed by cost among several devices: each one's estimates start from
+    // a calibration (before any worker runs, so it has the device to
+    // itself). A device that cannot run it is not fit to serve: it is out of
+    // rotation from the start, and probed as any failed device.
+    if (pool_.placement() == Placement::kCost && pool_.size() > 1) {
+      for (size_t i = 0; i < pool_.size(); ++i) {
+        Slot& slot = pool_.at(i);
+        if (absl::Status calibrated = Calibrate(*slot.device, slot.cost); !calibrated.ok()) {
+          pool_.MarkFailed(slot, calibrated);
+        }
+      }
+    }
     for (size_t i = 0; i < pool_.size(); ++i) {
       for (int j = 0; j < pool_.at(i).workers; ++j) workers.push_back(&pool_.at(i));
     }
@@ -233,68 +234,44 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
     mu_.Unlock();
     return refused;
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   job->enqueue_time = now;
-  Slot* idle =
-      options_.injected_batch_delay <= absl::ZeroDuration() ? pool_.IdleSlot(kind) : nullptr;
-  NoteArrivalLocked(/*found_work=*/idle == nullptr || !queue_.empty());
-  int company = 0;
-  // Nothing waits and a device is idle: a cheap job runs right here, which
-  // saves the hand-off to a worker (most of its latency at low load). Under
-  // sustained load, a job that pays to run in company waits for it instead
-  // (see BatchQueue): later arrivals run the batch.
-  if (queue_.empty() && idle != nullptr && idle->device->MayRunOnCallerThread(job->operation)) {
-    const bool busy = UnderLoadLocked();
-    if (busy) company = idle->device->PreferredCompany(job->operation);
-    if (company <= 1) {
-      ++idle->inflight;
-      ++inflight_batches_;
-      ++caller_loops_;
-      mu_.Unlock();
-      auto batch = std::make_unique<Batch>(std::move(key));
-      batch->Add(std::move(job), own_bytes);
-      RunOnCaller(idle, std::move(batch), busy);
-      return absl::OkStatus();
-    }
+  const DispatchPolicy::Arrival arrival = policy_.Arrive(job->operation, kind, now, queue_, pool_);
+  if (arrival.run_here) {
+    pool_.Claim(*arrival.idle,
+                EstimatedEnd(*arrival.idle, kind,
+                             JobWorkUnits(job->operation) + SharedWorkUnits(job->operation), now));
+    policy_.CallerLoopBegins();
+    mu_.Unlock();
+    auto batch = std::make_unique<Batch>(std::move(key));
+    batch->Add(std::move(job), own_bytes);
+    RunOnCaller(arrival.idle, std::move(batch), arrival.busy);
+    return absl::OkStatus();
   }
   const bool was_empty = queue_.empty();
   const bool was_runnable_for_busy = queue_.HasRunnable(now, /*idle=*/false);
   job->cancellation_listener.store(this, std::memory_order_release);
-  queue_.Add(job, std::move(key), own_bytes, company);
-  if (was_empty && queue_.holding(now)) ++holds_begun_;
+  queue_.Add(job, std::move(key), own_bytes, arrival.company);
   NoteDepthLocked();
-  if (idle != nullptr) {
-    if (queue_.HasRunnable(now, /*idle=*/true)) {
-      // This arrival completed a held batch (or found older work): it runs
-      // the batch here when cheap, as it would have run itself.
-      std::vector<UnrunJob> unrun;
-      std::unique_ptr<Batch> batch = TakeLocked(idle, now, CheapOn(*idle->device), unrun);
-      if (batch != nullptr) ++caller_loops_;
+  std::unique_ptr<Batch> batch;
+  std::vector<UnrunJob> unrun;
+  switch (policy_.Queued(arrival, was_empty, was_runnable_for_busy, now, queue_, pool_)) {
+    case DispatchPolicy::AfterQueue::kNothing:
+      break;
+    case DispatchPolicy::AfterQueue::kWakeOne:
+      pool_.WakeOne(/*busy_may_take=*/true, arrival.preferred);
+      break;
+    case DispatchPolicy::AfterQueue::kTakeHere:
+      batch = TakeLocked(arrival.idle, now, CheapOn(*arrival.idle->device), unrun);
+      if (batch != nullptr) policy_.CallerLoopBegins();
       if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
-      const bool busy = UnderLoadLocked();
-      mu_.Unlock();
-      ReportDepth();
-      CompleteUnrun(unrun);
-      if (batch != nullptr) RunOnCaller(idle, std::move(batch), busy);
-      if (job->is_cancelled()) OnJobCancelled(*job);
-      return absl::OkStatus();
-    }
-    // A batch just began its hold. Later arrivals end it (by company, or the
-    // first one after max_queue_delay) and wake nobody; the idle device's
-    // worker is woken only when it would not look in time as the backstop
-    // (SchedulerOptions::hold_backstop).
-    if (was_empty && !HoldCoveredLocked(*idle, now)) pool_.WakeOne(/*busy_may_take=*/true);
-  } else {
-    // A busy device with room needs waking only when a batch just became
-    // startable for it, or a due time appeared to wait for. A due time needs
-    // no worker while a submitting thread runs batches: it looks at the queue
-    // after each one and wakes a worker for what it leaves (the wake costs
-    // more than the wait saves on a machine whose cores are all busy).
-    const bool became_runnable = !was_runnable_for_busy && queue_.HasRunnable(now, false);
-    if (became_runnable || (was_empty && caller_loops_ == 0)) pool_.WakeOne(true);
+      break;
   }
+  const bool busy = policy_.under_load();
   mu_.Unlock();
   ReportDepth();
+  CompleteUnrun(unrun);
+  if (batch != nullptr) RunOnCaller(arrival.idle, std::move(batch), busy);
   // Cancelled before the listener was set: it never saw the cancellation.
   if (job->is_cancelled()) OnJobCancelled(*job);
   return absl::OkStatus();
@@ -332,15 +309,24 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
       if (!pool_.AwaitRecovery(*slot, &mu_, options_.reprobe_interval, observer_)) break;
       continue;
     }
-    const absl::Time now = absl::Now();
+    const absl::Time now = clock_->Now();
     const bool should_take = pool_.ShouldTake(*slot);
-    if (!should_take || !queue_.HasRunnable(now, slot->idle(), OnlyFor(*slot))) {
-      if (pool_.stopping() && queue_.empty() && inflight_batches_ == 0 && delivering_ == 0) break;
-      pool_.Wait(*slot, &mu_, NextLookLocked(*slot, should_take, now, holds_seen));
+    if (!should_take || !queue_.HasRunnable(now, slot->idle(), pool_.OnlyFor(*slot))) {
+      if (pool_.stopping() && queue_.empty() && pool_.inflight_batches() == 0 && delivering_ == 0) {
+        break;
+      }
+      pool_.Wait(*slot, &mu_, policy_.NextLook(*slot, should_take, now, holds_seen, queue_, pool_));
       continue;
     }
     std::unique_ptr<Batch> batch = TakeLocked(
         slot, now, [](const Batch&) { return true; }, unrun);
+    if (batch == nullptr && unrun.empty()) {
+      // Placed by cost, every batch this device could start finishes sooner
+      // elsewhere (TakeLocked woke that device). It looks again when woken,
+      // and now and then on its own: estimates change as they age.
+      pool_.Wait(*slot, &mu_, now + kDeclinedRecheck);
+      continue;
+    }
     // More waits: let another device (or another worker of this one) take it
     // or arm its due time; wakes chain one by one.
     if (batch != nullptr && !queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
@@ -355,37 +341,35 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
   mu_.Unlock();
 }
 
-absl::Time Scheduler::Impl::NextLookLocked(const Slot& slot, bool should_take, absl::Time now,
-                                           uint64_t& holds_seen) {
-  const absl::Duration backstop = options_.hold_backstop;
-  const bool new_holds = holds_begun_ != holds_seen;
-  holds_seen = holds_begun_;
-  if (!should_take) return absl::InfiniteFuture();
-  // A busy device with room starts the oldest open batch once it is due.
-  if (!slot.idle()) return queue_.NextDueTime(OnlyFor(slot));
-  // An idle one backs up the held batch: arrivals end its hold, this worker
-  // only when none came by the hold's end plus the backstop.
-  if (queue_.holding(now)) {
-    return pool_.uniform() ? queue_.hold_end() + backstop
-                           : queue_.NextDueTime(OnlyFor(slot)) + backstop;
-  }
-  // While holds keep beginning, the worker looks every `backstop` rather
-  // than being woken for each (HoldCoveredLocked); once they stop, it sleeps
-  // until woken.
-  if (backstop > absl::ZeroDuration() && new_holds) return now + backstop;
-  return absl::InfiniteFuture();
-}
-
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
                                                    std::vector<UnrunJob>& unrun) {
-  const std::optional<OperatorSet> only = OnlyFor(*slot);
-  std::unique_ptr<Batch> batch =
-      !only.has_value()
-          ? queue_.Take(now, slot->idle(), *slot->device, accept)
-          : queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
-              return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
-            });
+  const std::optional<OperatorSet> only = pool_.OnlyFor(*slot);
+  std::unique_ptr<Batch> batch;
+  if (pool_.placement() == Placement::kCost) {
+    // Only batches that finish first here; the device where one would
+    // finish first is woken for it.
+    Slot* elsewhere = nullptr;
+    batch = queue_.Take(now, slot->idle(), *slot->device, [&](const Batch& candidate) {
+      if (only.has_value() && !only->test(static_cast<size_t>(candidate.key.kind()))) {
+        return false;
+      }
+      if (!accept(candidate)) return false;
+      Slot* best = nullptr;
+      if (pool_.Prefers(*slot, candidate.key.kind(), BatchWorkUnits(candidate), now, &best)) {
+        return true;
+      }
+      if (elsewhere == nullptr) elsewhere = best;
+      return false;
+    });
+    if (batch == nullptr && elsewhere != nullptr) pool_.WakeOne(/*busy_may_take=*/true, elsewhere);
+  } else if (!only.has_value()) {
+    batch = queue_.Take(now, slot->idle(), *slot->device, accept);
+  } else {
+    batch = queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
+      return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
+    });
+  }
   if (batch == nullptr) return nullptr;
   RemoveDeadJobs(*batch, now, unrun);
   for (const auto& job : batch->jobs) {
@@ -393,10 +377,7 @@ std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
   }
   NoteDepthLocked();
   if (batch->jobs.empty()) return nullptr;
-  // Only a device with a free worker takes a batch (ShouldTake, IdleSlot).
-  DMLSERVE_DCHECK(slot->inflight < slot->workers);
-  ++inflight_batches_;
-  ++slot->inflight;
+  pool_.Claim(*slot, EstimatedEnd(*slot, batch->key.kind(), BatchWorkUnits(*batch), now));
   return batch;
 }
 
@@ -407,18 +388,14 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
     const bool ran = RunAndFinish(slot, std::move(batch), busy);
     {
       absl::MutexLock lock(&mu_);
-      const absl::Time now = absl::Now();
+      const absl::Time now = clock_->Now();
       if (ran && batches < kMaxBatchesOnCaller && !pool_.stopping() && !queue_.empty() &&
           pool_.ShouldTake(*slot)) {
         batch = TakeLocked(slot, now, cheap, unrun);
       }
-      busy = UnderLoadLocked();
-      if (batch == nullptr) --caller_loops_;
-      // What is left is for the devices' workers: all of it once this thread
-      // stops (but a hold that a worker looks at in time), and meanwhile what
-      // a device with room may start now.
-      if (!queue_.empty() && (batch == nullptr ? !HoldCoveredLocked(*slot, now)
-                                               : queue_.HasRunnable(now, /*idle=*/false))) {
+      busy = policy_.under_load();
+      if (batch == nullptr) policy_.CallerLoopEnds();
+      if (policy_.WakeAfterCallerBatch(*slot, batch != nullptr, now, queue_, pool_)) {
         pool_.WakeOne(/*busy_may_take=*/true);
       }
     }
@@ -430,6 +407,12 @@ void Scheduler::Impl::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool
 bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   std::vector<Answer> answers;
   absl::Status failure;
+  // What the device's cost model learns from (before the jobs' operations
+  // are handed to their answers).
+  const bool learn = pool_placement_ == Placement::kCost;
+  const double units = learn ? BatchWorkUnits(*batch) : 0;
+  const OperatorKind kind = batch->key.kind();
+  absl::Duration took;
   {
     const BusyCoresScope cores(busy);
     if (options_.injected_batch_delay > absl::ZeroDuration()) {
@@ -438,13 +421,16 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
     // Answers wait until the device is given back (FinishBatchLocked):
     // sending a batch's responses takes longer than computing it, and
     // meanwhile the device can run the next batch on another thread.
+    const absl::Time start = clock_->Now();
     failure = ExecuteBatch(*slot->device, *batch, observer_, answers);
+    took = clock_->Now() - start;
   }
   std::vector<UnrunJob> unrun;
   bool removed_now;
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
+    if (learn && failure.ok()) slot->cost.Observe(kind, units, took, clock_->Now());
     removed_now = FinishBatchLocked(slot, std::move(batch), failure, unrun);
     devices_left = pool_.healthy();
   }
@@ -470,10 +456,8 @@ void Scheduler::Impl::DeliverAnswers(std::vector<Answer>& answers) {
 
 bool Scheduler::Impl::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
                                         const absl::Status& failure, std::vector<UnrunJob>& unrun) {
-  DMLSERVE_DCHECK(inflight_batches_ > 0 && slot->inflight > 0);
-  --inflight_batches_;
-  --slot->inflight;
-  if (pool_.stopping() && inflight_batches_ == 0) pool_.WakeAll();
+  pool_.Release(*slot);
+  if (pool_.stopping() && pool_.inflight_batches() == 0) pool_.WakeAll();
   if (failure.ok()) {
     ++delivering_;  // its answers are on their way (DeliverAnswers)
     return false;
@@ -543,6 +527,11 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
       status.description = slot.device->description();
       status.healthy = slot.healthy;
       status.fallback = slot.fallback;
+      if (pool_.placement() == Placement::kCost) {
+        for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+          status.costs[kind] = slot.cost.LineAt(static_cast<OperatorKind>(kind), clock_->Now());
+        }
+      }
       statuses.push_back(std::move(status));
       devices.push_back(slot.device.get());
     }

@@ -20,6 +20,7 @@
 // A device prefers batches whose registered tensors are resident on it
 // (BatchQueue::Take); EvictTensor forwards registry releases to every device.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -29,6 +30,9 @@
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch_limits.h"
+#include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/device_pool.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
@@ -63,12 +67,23 @@ struct SchedulerOptions {
   // Cheap jobs then never run on the submitting thread. The server sets it
   // from DMLSERVE_INJECT_BATCH_DELAY_US; 0 (off) otherwise.
   absl::Duration injected_batch_delay = absl::ZeroDuration();
+  // Where the scheduler reads the time (null: the real clock). Must outlive
+  // the scheduler.
+  const Clock* clock = nullptr;
+  // Which device takes a batch (device_pool.h): the least loaded, fallbacks
+  // behind the primaries (--placement=gpu_first), or where it finishes first,
+  // every device a peer (--placement=cost; with several devices, the
+  // constructor first calibrates each one, calibration.h).
+  Placement placement = Placement::kLeastLoaded;
 };
 
 struct DeviceStatus {
   DeviceDescription description;
   bool healthy = true;
   bool fallback = false;
+  // With Placement::kCost: what a batch of each operator is estimated to
+  // cost there (indexed by OperatorKind).
+  std::array<CostLine, kOperatorKindCount> costs;
   uint64_t memory_bytes = 0;
   uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
 };

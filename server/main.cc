@@ -103,9 +103,18 @@ std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig&
   return grpc::SslServerCredentials(options);
 }
 
+// --placement matters where unlike devices serve together (D3D12 devices
+// with CPU devices beside them): there "cost" makes them peers. A pool of one
+// kind is placed by load, as placing it by cost would only add a calibration.
+Placement PlacementFor(const ServerConfig& config, const DeviceSet& set) {
+  return config.placement == "cost" && !set.devices.empty() && !set.fallback_devices.empty()
+             ? Placement::kCost
+             : Placement::kLeastLoaded;
+}
+
 // Which adapters were found and which devices serve, so an operator sees at
 // a glance whether the GPUs are in use.
-void LogDevices(const DeviceSet& set) {
+void LogDevices(const DeviceSet& set, Placement placement) {
   for (const AdapterReport& adapter : set.adapters) {
     LogInfo(absl::StrCat("adapter ", adapter.index, ": ", adapter.name,
                          adapter.software ? " (software)" : "", ", ",
@@ -117,8 +126,12 @@ void LogDevices(const DeviceSet& set) {
                          device->description().description, ")"));
   }
   for (const auto& device : set.fallback_devices) {
-    LogInfo(absl::StrCat("fallback device ", device->description().name, " (",
-                         device->description().description, ")"));
+    LogInfo(absl::StrCat(placement == Placement::kCost ? "device " : "fallback device ",
+                         device->description().name, " (", device->description().description,
+                         ")"));
+  }
+  if (placement == Placement::kCost) {
+    LogInfo("placement: cost (each batch where it is estimated to finish first; calibrating)");
   }
 }
 
@@ -254,7 +267,9 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
         devices.status().code(),
         absl::StrCat("--backend=", config->backend, ": no devices: ", devices.status().message())));
   }
-  LogDevices(*devices);
+  SchedulerOptions scheduler_options = config->scheduler;
+  scheduler_options.placement = PlacementFor(*config, *devices);
+  LogDevices(*devices, scheduler_options.placement);
   if (config->scheduler.injected_batch_delay > absl::ZeroDuration()) {
     LogWarning(absl::StrCat("fault injection: every batch waits ",
                             absl::FormatDuration(config->scheduler.injected_batch_delay),
@@ -263,7 +278,7 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   std::vector<AdapterReport> adapters = devices->adapters;
   DeviceEventsLog device_events(&service_metrics);
   ServingHealth serving_health(&device_events);
-  Scheduler scheduler(config->scheduler, std::move(devices->devices), &serving_health,
+  Scheduler scheduler(scheduler_options, std::move(devices->devices), &serving_health,
                       std::move(devices->fallback_devices));
   TensorRegistry tensors(
       config->max_registered_tensor_bytes,

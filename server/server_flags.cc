@@ -35,8 +35,14 @@ ABSL_FLAG(int, d3d12_inflight_batches, dmlserve::BackendDeviceOptions().d3d12_in
           "Batches in flight per D3D12 device: they overlap each batch's fixed latency "
           "(submission, completion) and one's uploads with another's compute.");
 ABSL_FLAG(bool, cpu_fallback, true,
-          "With a D3D12 backend, keep --cpu_devices CPU devices that take over once every D3D12 "
-          "device has been removed.");
+          "With a D3D12 backend, keep --cpu_devices CPU devices beside the D3D12 devices: peers "
+          "placed by cost (--placement=cost), or ones that take over once every D3D12 device has "
+          "been removed (--placement=gpu_first).");
+ABSL_FLAG(std::string, placement, "cost",
+          "With a D3D12 backend and CPU devices beside it: cost (every device a peer; each batch "
+          "goes where it is estimated to finish first, from a start-up calibration and every "
+          "batch since) or gpu_first (the least loaded D3D12 device; the CPU only once every "
+          "D3D12 device has been removed).");
 ABSL_FLAG(int, d3d12_fail_after_batches, -1,
           "Testing only: each D3D12 device fails as removed after this many batches (-1: never).");
 ABSL_FLAG(int, max_batch_size, dmlserve::SchedulerOptions().batch.max_batch_size,
@@ -150,6 +156,7 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   config.devices.d3d12_devices_per_adapter = absl::GetFlag(FLAGS_d3d12_devices_per_adapter);
   config.devices.d3d12_inflight_batches = absl::GetFlag(FLAGS_d3d12_inflight_batches);
   config.devices.cpu_fallback = absl::GetFlag(FLAGS_cpu_fallback);
+  config.placement = absl::GetFlag(FLAGS_placement);
   config.devices.d3d12_fail_after_batches = absl::GetFlag(FLAGS_d3d12_fail_after_batches);
   config.scheduler.batch.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
   config.scheduler.batch.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
@@ -224,6 +231,9 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   // ServerLimits reports the delay as uint32 microseconds.
   if (delay_us < 0 || delay_us > UINT32_MAX) {
     return FlagError("max_queue_delay_us", delay_us, "must be from 0 to 4294967295");
+  }
+  if (config.placement != "cost" && config.placement != "gpu_first") {
+    return FlagError("placement", config.placement, "expected cost or gpu_first");
   }
   if (backstop_us < 0 || backstop_us > 60'000'000) {
     return FlagError("hold_backstop_us", backstop_us, "must be from 0 to 60000000 (one minute)");

@@ -18,6 +18,10 @@ struct ServerConfig {
   std::string metrics_listen;  // /metrics, HOST:PORT
   std::string backend;         // cpu, d3d12, auto
   BackendDeviceOptions devices;
+  // --placement: "cost" or "gpu_first". It sets scheduler.placement once the
+  // devices are known (PlacementFor): it matters only where unlike devices
+  // serve together.
+  std::string placement;
   SchedulerOptions scheduler;
   uint64_t max_request_bytes = 0;
   uint64_t max_registered_tensor_bytes = 0;

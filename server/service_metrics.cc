@@ -51,6 +51,10 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry* registry, metrics::ScrapeTi
                                 "answered.")
                             .Register(*registry)
                             .Add({});
+  device_batches_ = &prometheus::BuildCounter()
+                         .Name("dmlserve_device_batches_total")
+                         .Help("Batches each device ran, per operator: where they were placed.")
+                         .Register(*registry);
   device_removals_ = &prometheus::BuildCounter()
                           .Name("dmlserve_device_removals_total")
                           .Help(
@@ -101,6 +105,39 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
     device_recoveries_->Add({{"device", device.description.name}});
     compute_by_device_[device.description.name] =
         &compute_duration_->Add({{"device", device.description.name}}, metrics::LatencyBuckets());
+    auto& batches = batches_by_device_[device.description.name];
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      batches[kind] = &device_batches_->Add(
+          {{"device", device.description.name},
+           {"operator", std::string(OperatorName(static_cast<OperatorKind>(kind)))}});
+    }
+  }
+  if (scheduler->options().placement == Placement::kCost) {
+    // What placement believes each batch costs where (cost_model.h); scaled
+    // by hand into a batch of a given size: fixed + per_unit * units.
+    const auto cost_gauge = [scheduler](bool fixed) {
+      return [scheduler, fixed] {
+        metrics::ScrapeTimeGauges::Samples samples;
+        for (const DeviceStatus& device : scheduler->devices()) {
+          for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+            const CostLine& line = device.costs[kind];
+            samples.push_back(
+                {{{"device", device.description.name},
+                  {"operator", std::string(OperatorName(static_cast<OperatorKind>(kind)))}},
+                 fixed ? line.fixed_seconds : line.seconds_per_unit});
+          }
+        }
+        return samples;
+      };
+    };
+    gauges_->Add("dmlserve_device_cost_fixed_seconds",
+                 "--placement=cost: each device's estimated fixed cost of a batch, per operator "
+                 "(calibrated at start-up, learned from every batch).",
+                 cost_gauge(true));
+    gauges_->Add("dmlserve_device_cost_seconds_per_unit",
+                 "--placement=cost: each device's estimated cost per unit of work of a batch, per "
+                 "operator (a scan's elements; a matrix multiply's MACs plus the bytes of B).",
+                 cost_gauge(false));
   }
   gauges_->Add(
       "dmlserve_healthy_devices",
@@ -177,6 +214,13 @@ void ServiceMetrics::OnBatchExecuted(OperatorKind kind, absl::string_view device
           ? *it->second
           : compute_duration_->Add({{"device", std::string(device)}}, metrics::LatencyBuckets());
   histogram.Observe(absl::ToDoubleSeconds(compute_duration));
+  if (auto batches = batches_by_device_.find(device); batches != batches_by_device_.end()) {
+    batches->second[static_cast<size_t>(kind)]->Increment();
+  } else {
+    device_batches_
+        ->Add({{"device", std::string(device)}, {"operator", std::string(OperatorName(kind))}})
+        .Increment();
+  }
 }
 
 void ServiceMetrics::OnDeviceRemoved(absl::string_view device, int /*devices_left*/) {

@@ -79,6 +79,11 @@ class ServiceMetrics final : public SchedulerObserver {
   // compute_duration_ per device, filled by ObserveDevices (before serving;
   // read-only afterwards).
   absl::flat_hash_map<std::string, prometheus::Histogram*> compute_by_device_;
+  // dmlserve_device_batches_total per device and operator: where batches
+  // were placed. Filled by ObserveDevices; read-only afterwards.
+  prometheus::Family<prometheus::Counter>* device_batches_;
+  absl::flat_hash_map<std::string, std::array<prometheus::Counter*, kOperatorKindCount>>
+      batches_by_device_;
 };
 
 }  // namespace dmlserve

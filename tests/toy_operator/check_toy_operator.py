@@ -218,7 +218,8 @@ def check_server(root, src, d3d12):
     from inference import grpc_predict_v2_pb2_grpc as krpc  # noqa: E402
     from server_process import ServerProcess  # noqa: E402
 
-    args = ["--backend=d3d12"] if d3d12 else ["--backend=cpu"]
+    # gpu_first: the D3D12 devices run the toy operator, not the CPU beside them.
+    args = ["--backend=d3d12", "--placement=gpu_first"] if d3d12 else ["--backend=cpu"]
     os.environ.pop("DMLSERVE_SERVER_ARGS", None)
     values = np.array([1.5, -2.0, 0.0, 3.25, -0.0, 1e30], dtype=np.float32)
     with ServerProcess(str(src / "build/server/dmlserve"), args) as server:

@@ -104,7 +104,7 @@ def main():
         check(code == 0, f"Ctrl+C (SIGTERM through wine) drains and exits 0: {code}\n" +
               "".join(server.output[-10:]))
 
-    with ServerProcess(os.environ["DMLSERVE_BINARY"], extra_args=["--backend=d3d12"],
+    with ServerProcess(os.environ["DMLSERVE_BINARY"], extra_args=["--backend=d3d12", "--placement=gpu_first"],
                        startup_timeout=180) as server:
         for path in CONFORMANCE:
             run = linux_cli(f"--server={server.grpc_address}", "run", "--check", path)

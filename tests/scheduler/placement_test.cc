@@ -1,0 +1,267 @@
+// Placement by estimated completion (DevicePool with Placement::kCost, and
+// the CostModel each device learns), on a fake clock with simulated devices
+// of known costs: the decisions the scheduler's workers make (Prefers, Best,
+// Claim, Release, Observe), replayed event by event without threads, so that
+// each outcome can be compared with what is best, computed here.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/device_pool.h"
+#include "tests/scheduler/test_device.h"
+#include "tests/scheduler/test_jobs.h"
+
+namespace dmlserve {
+namespace {
+
+namespace t = ::dmlserve::testing;
+
+constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
+constexpr double kUs = 1e-6;
+
+// What a simulated device really costs.
+struct TrueCost {
+  double fixed_seconds;
+  double seconds_per_unit;
+  double Of(double units) const { return fixed_seconds + seconds_per_unit * units; }
+};
+
+// A CPU-like device (no fixed cost to speak of, slow per unit) and a
+// GPU-like one (a large fixed cost per batch: submission and completion;
+// twenty times the rate).
+constexpr TrueCost kCpu{5 * kUs, 1e-9};
+constexpr TrueCost kGpu{150 * kUs, 0.05e-9};
+
+class PlacementTest : public ::testing::Test {
+ protected:
+  // Devices "cpu" (index 0) and "gpu" (1), one batch at a time each, their
+  // estimates seeded with the truth (a perfect calibration).
+  PlacementTest() : truth_{kCpu, kGpu} {
+    std::vector<std::unique_ptr<Device>> devices;
+    for (const char* name : {"cpu", "gpu"})
+      devices.push_back(std::make_unique<t::TestDevice>(name));
+    pool_ = std::make_unique<DevicePool>(std::move(devices), std::vector<std::unique_ptr<Device>>{},
+                                         Placement::kCost);
+    for (size_t i = 0; i < truth_.size(); ++i) {
+      pool_->at(i).cost.Seed(kMatMul, truth_[i].fixed_seconds, truth_[i].seconds_per_unit);
+    }
+  }
+
+  DevicePool::Slot& slot(size_t i) { return pool_->at(i); }
+  int IndexOf(const DevicePool::Slot* s) {
+    for (size_t i = 0; i < pool_->size(); ++i) {
+      if (&pool_->at(i) == s) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // Runs `batches` (units of work each, all waiting at the start, in this
+  // order) as the scheduler's workers would: whenever a device is free, it
+  // takes the oldest batch it Prefers; a batch ends after its true cost, and
+  // the device learns from it. Returns when the last batch ends, and which
+  // device ran each batch.
+  struct Run {
+    absl::Duration makespan;
+    std::vector<int> device_of;  // per batch
+  };
+  Run Simulate(const std::vector<double>& batches) {
+    const absl::Time start = clock_.Now();
+    std::vector<bool> taken(batches.size(), false);
+    std::vector<int> device_of(batches.size(), -1);
+    // Per device: the batch it runs (-1: none) and when that ends.
+    std::vector<int> running(pool_->size(), -1);
+    std::vector<absl::Time> ends(pool_->size(), absl::InfiniteFuture());
+    size_t done = 0;
+    while (done < batches.size()) {
+      const absl::Time now = clock_.Now();
+      for (size_t d = 0; d < pool_->size(); ++d) {
+        if (running[d] >= 0 || !pool_->ShouldTake(slot(d))) continue;
+        for (size_t b = 0; b < batches.size(); ++b) {
+          if (taken[b] || !pool_->Prefers(slot(d), kMatMul, batches[b], now)) continue;
+          taken[b] = true;
+          device_of[b] = static_cast<int>(d);
+          running[d] = static_cast<int>(b);
+          pool_->Claim(slot(d), now + slot(d).cost.Estimate(kMatMul, batches[b], now));
+          ends[d] = now + absl::Seconds(truth_[d].Of(batches[b]));
+          break;
+        }
+      }
+      // The next end.
+      size_t next = 0;
+      for (size_t d = 1; d < ends.size(); ++d) {
+        if (ends[d] < ends[next]) next = d;
+      }
+      EXPECT_NE(ends[next], absl::InfiniteFuture()) << "nobody takes the waiting batches";
+      if (ends[next] == absl::InfiniteFuture()) break;
+      clock_.Set(ends[next]);
+      const double units = batches[running[next]];
+      slot(next).cost.Observe(kMatMul, units, absl::Seconds(truth_[next].Of(units)), ends[next]);
+      pool_->Release(slot(next));
+      running[next] = -1;
+      ends[next] = absl::InfiniteFuture();
+      ++done;
+    }
+    return {clock_.Now() - start, device_of};
+  }
+
+  std::vector<TrueCost> truth_;
+  FakeClock clock_;
+  std::unique_ptr<DevicePool> pool_;
+};
+
+TEST_F(PlacementTest, SmallBatchesGoToTheLowFixedCostDeviceLargeOnesToTheHighRateOne) {
+  // Equal estimates where 5 µs + 1 ns·u = 150 µs + 0.05 ns·u: u = 152,631.6.
+  const absl::Time now = clock_.Now();
+  EXPECT_EQ(pool_->Best(kMatMul, 1, now), &slot(0));  // a GEMV row of a small B
+  EXPECT_EQ(pool_->Best(kMatMul, 152'000, now), &slot(0));
+  EXPECT_EQ(pool_->Best(kMatMul, 153'000, now), &slot(1));
+  EXPECT_EQ(pool_->Best(kMatMul, 256.0 * 4096 * 4096, now), &slot(1));  // a 256-row product
+  // A busy device is judged by when it frees: the GPU running a batch due to
+  // end in 1 ms loses a large batch that the idle CPU finishes in 0.9 ms.
+  pool_->Claim(slot(1), now + absl::Milliseconds(1));
+  EXPECT_EQ(pool_->Best(kMatMul, 800'000, now), &slot(0));
+  EXPECT_EQ(pool_->FreeAt(slot(1), now), now + absl::Milliseconds(1));
+  // ...and an idle device is never "free" before now.
+  EXPECT_EQ(pool_->FreeAt(slot(0), now), now);
+  pool_->Release(slot(1));
+}
+
+TEST_F(PlacementTest, AnArrivalRunsAtOnceOnlyWhereItFinishesFirst) {
+  const absl::Time now = clock_.Now();
+  const Operation tiny = t::MatMulOf(t::WeightB(1), t::Scale(1.0f));  // 2x3 by 3x2
+  EXPECT_EQ(pool_->IdleSlot(kMatMul, &tiny, now), &slot(0));
+  // The CPU busy for 10 µs: the tiny job still finishes first there, so it
+  // waits for the CPU rather than run on the idle GPU.
+  pool_->Claim(slot(0), now + absl::Microseconds(10));
+  EXPECT_EQ(pool_->IdleSlot(kMatMul, &tiny, now), nullptr);
+  EXPECT_EQ(pool_->Best(kMatMul, 12, now), &slot(0));
+  pool_->Release(slot(0));
+}
+
+TEST_F(PlacementTest, AMixedLoadIsSplitWithinTenPercentOfTheBestSplit) {
+  // 600 tiny batches (a row against a small B: 6 µs on the CPU, 150 on the
+  // GPU) and 12 large ones (4 ms on the CPU, 350 µs on the GPU),
+  // interleaved as they might arrive.
+  const double small = 1'000;
+  const double large = 4'000'000;
+  std::vector<double> batches;
+  for (int i = 0; i < 612; ++i) batches.push_back(i % 51 == 50 ? large : small);
+  const Run run = Simulate(batches);
+
+  // The best split, by enumeration: how many of each the GPU runs.
+  double best = std::numeric_limits<double>::infinity();
+  for (int l = 0; l <= 12; ++l) {
+    for (int s = 0; s <= 600; ++s) {
+      const double gpu = l * kGpu.Of(large) + s * kGpu.Of(small);
+      const double cpu = (12 - l) * kCpu.Of(large) + (600 - s) * kCpu.Of(small);
+      best = std::min(best, std::max(gpu, cpu));
+    }
+  }
+  const double makespan = absl::ToDoubleSeconds(run.makespan);
+  EXPECT_LE(makespan, 1.10 * best) << "makespan " << makespan << " s, best " << best << " s";
+  // Both devices together beat the better one alone by far more than 1.2x.
+  const double cpu_alone = 12 * kCpu.Of(large) + 600 * kCpu.Of(small);
+  const double gpu_alone = 12 * kGpu.Of(large) + 600 * kGpu.Of(small);
+  EXPECT_LE(1.2 * makespan, std::min(cpu_alone, gpu_alone));
+  // Each ran what it is good at.
+  int tiny_on_cpu = 0, large_on_gpu = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    tiny_on_cpu += batches[i] == small && run.device_of[i] == 0;
+    large_on_gpu += batches[i] == large && run.device_of[i] == 1;
+  }
+  EXPECT_GE(tiny_on_cpu, 540);
+  EXPECT_GE(large_on_gpu, 10);
+}
+
+TEST_F(PlacementTest, ADeviceThatSlowsDownMidRunLosesWorkToTheOthers) {
+  // Batches the GPU runs 3.4x faster than the CPU (180 µs against 605 µs)
+  // while it runs at its calibrated speed: it takes most of them.
+  const double units = 600'000;
+  const std::vector<double> batches(40, units);
+  const auto gpu_share = [](const Run& run) {
+    return std::count(run.device_of.begin(), run.device_of.end(), 1) /
+           static_cast<double>(run.device_of.size());
+  };
+  EXPECT_GT(gpu_share(Simulate(batches)), 0.7);
+  // Now it runs ten times slower (another tenant, a thermal limit): it
+  // learns so within a few batches, and the CPU takes most of the work.
+  truth_[1] = {kGpu.fixed_seconds * 10, kGpu.seconds_per_unit * 10};
+  EXPECT_LT(gpu_share(Simulate(batches)), 0.35);
+  // It learned enough to lose: its estimate is above the CPU's (and it is
+  // not measured further until it fades, see below).
+  const double estimate =
+      absl::ToDoubleSeconds(slot(1).cost.Estimate(kMatMul, units, clock_.Now()));
+  EXPECT_GT(estimate, kCpu.Of(units));
+}
+
+TEST_F(PlacementTest, ALostDevicesWorkMovesAndARecoveredOneGetsWorkAgain) {
+  const double large = 256.0 * 4096 * 4096;
+  ASSERT_TRUE(pool_->MarkFailed(slot(1), absl::InternalError("device removed")));
+  EXPECT_EQ(pool_->Best(kMatMul, large, clock_.Now()), &slot(0));
+  EXPECT_FALSE(pool_->ShouldTake(slot(1)));
+  EXPECT_EQ(Simulate({large, large}).device_of, (std::vector<int>{0, 0}));
+  pool_->MarkRecovered(slot(1));
+  EXPECT_EQ(Simulate({large, large}).device_of, (std::vector<int>{1, 1}));
+}
+
+TEST_F(PlacementTest, ADeviceThatSlowedDownAndRecoveredGetsWorkAgain) {
+  const double units = 600'000;
+  // A slow spell: the GPU learns it is ten times slower and loses the work.
+  truth_[1] = {kGpu.fixed_seconds * 10, kGpu.seconds_per_unit * 10};
+  Simulate(std::vector<double>(40, units));
+  const auto next = [&] { return Simulate({units}).device_of[0]; };
+  EXPECT_EQ(next(), 0);
+  // It is fast again, but nothing measures it while it gets no work: its
+  // estimate fades toward its calibration (half the difference every
+  // kFadeHalfLife), and once that beats the CPU it gets the next batch, which
+  // teaches it the rest.
+  truth_[1] = kGpu;
+  clock_.Advance(CostModel::kFadeHalfLife);
+  EXPECT_EQ(next(), 0);  // 1.8 ms faded to about 1 ms: still above 605 µs
+  clock_.Advance(2 * CostModel::kFadeHalfLife);
+  EXPECT_EQ(next(), 1);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(next(), 1) << i;
+  const double estimate =
+      absl::ToDoubleSeconds(slot(1).cost.Estimate(kMatMul, units, clock_.Now()));
+  EXPECT_NEAR(estimate, kGpu.Of(units), 0.1 * kGpu.Of(units));
+}
+
+TEST(CostModelTest, LearnsAnUnseededDeviceAndSharesErrorsByPart) {
+  CostModel model;
+  const absl::Time at = absl::UnixEpoch();
+  EXPECT_EQ(model.Estimate(kMatMul, 1e6, at), absl::ZeroDuration());  // untried: tried first
+  model.Observe(kMatMul, 1e6, absl::Microseconds(300), at);
+  EXPECT_EQ(model.Estimate(kMatMul, 1e6, at), absl::Microseconds(300));
+  EXPECT_EQ(model.line(kMatMul).observations, 1u);
+  // Seeded 100 µs + 1 ns/unit; every batch of 1e5 units (estimate 200 µs)
+  // takes 400 µs: both parts double, so a batch of another size is also
+  // estimated twice as slow.
+  model.Seed(kMatMul, 100 * kUs, 1e-9);
+  for (int i = 0; i < 60; ++i) model.Observe(kMatMul, 1e5, absl::Microseconds(400), at);
+  EXPECT_NEAR(model.line(kMatMul).fixed_seconds, 200 * kUs, 1 * kUs);
+  EXPECT_NEAR(model.line(kMatMul).seconds_per_unit, 2e-9, 0.01e-9);
+  EXPECT_EQ(model.line(OperatorKind::kCumulativeSummation).observations, 0u);
+}
+
+TEST(CostModelTest, WorkUnitsCountMacsAndBOnce) {
+  const Operation matmul = t::MatMulOf(t::WeightB(1), t::Scale(1.0f), Tensor(), /*m=*/4);
+  EXPECT_EQ(JobWorkUnits(matmul), 4.0 * 3 * 2);  // M x K x N
+  EXPECT_EQ(SharedWorkUnits(matmul), 6.0);       // B's bytes (3x2 INT8)
+  const Operation scan = t::ScanOf(DataType::kFloat32, {2, 5}, 1);
+  EXPECT_EQ(JobWorkUnits(scan), 10.0);
+  EXPECT_EQ(SharedWorkUnits(scan), 0.0);
+}
+
+}  // namespace
+}  // namespace dmlserve
