@@ -4,21 +4,18 @@
 #include <cmath>
 #include <variant>
 
-#include "kernels/core/overloaded.h"
-
 namespace dmlserve {
 
 double JobWorkUnits(const Operation& operation) {
-  return std::visit(Overloaded{
-                        [](const ScanOperation& scan) {
-                          return static_cast<double>(scan.outer) * scan.axis_size * scan.inner;
-                        },
-                        [](const QuantizedMatMulOperation& matmul) {
-                          return static_cast<double>(matmul.batch) * matmul.channel * matmul.m *
-                                 matmul.n * matmul.k;
-                        },
-                    },
-                    operation);
+  if (const auto* scan = std::get_if<ScanOperation>(&operation)) {
+    return static_cast<double>(scan->outer) * scan->axis_size * scan->inner;
+  }
+  if (const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation)) {
+    return static_cast<double>(matmul->batch) * matmul->channel * matmul->m * matmul->n * matmul->k;
+  }
+  // An operator this model has no measure for yet: its bytes, which scale
+  // with its work for any elementwise or streaming operator.
+  return static_cast<double>(OperationBytes(operation));
 }
 
 double SharedWorkUnits(const Operation& operation) {

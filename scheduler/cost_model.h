@@ -5,9 +5,10 @@
 // plus a rate per unit of work, seeded by a calibration at start-up
 // (calibration.h) and learned online from every batch the device runs.
 //
-// Units of work (WorkUnits): a scan's elements; a matrix multiply's MACs plus
-// the bytes of B it streams once per batch (a lone GEMV row is bound by B's
-// bytes, a 256-row product by its MACs; both show up in one linear model).
+// Units of work (JobWorkUnits, SharedWorkUnits): a scan's elements; a matrix
+// multiply's MACs plus the bytes of B it streams once per batch (a lone GEMV
+// row is bound by B's bytes, a 256-row product by its MACs; both show up in
+// one linear model); any other operator's bytes (OperationBytes).
 //
 // Learning: each measured batch moves the estimate toward what it took, by
 // kLearningRate of the error, shared between the fixed cost and the rate in

@@ -127,8 +127,7 @@ void LogDevices(const DeviceSet& set, Placement placement) {
   }
   for (const auto& device : set.fallback_devices) {
     LogInfo(absl::StrCat(placement == Placement::kCost ? "device " : "fallback device ",
-                         device->description().name, " (", device->description().description,
-                         ")"));
+                         device->description().name, " (", device->description().description, ")"));
   }
   if (placement == Placement::kCost) {
     LogInfo("placement: cost (each batch where it is estimated to finish first; calibrating)");

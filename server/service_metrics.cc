@@ -112,12 +112,15 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
            {"operator", std::string(OperatorName(static_cast<OperatorKind>(kind)))}});
     }
   }
-  if (scheduler->options().placement == Placement::kCost) {
-    // What placement believes each batch costs where (cost_model.h); scaled
-    // by hand into a batch of a given size: fixed + per_unit * units.
-    const auto cost_gauge = [scheduler](bool fixed) {
-      return [scheduler, fixed] {
+  {
+    // What placement believes each batch costs where (cost_model.h): a batch
+    // of U units is estimated at fixed + per_unit * U. Only placement by cost
+    // has estimates; otherwise the families are there, empty.
+    const bool by_cost = scheduler->options().placement == Placement::kCost;
+    const auto cost_gauge = [scheduler, by_cost](bool fixed) {
+      return [scheduler, by_cost, fixed] {
         metrics::ScrapeTimeGauges::Samples samples;
+        if (!by_cost) return samples;
         for (const DeviceStatus& device : scheduler->devices()) {
           for (int kind = 0; kind < kOperatorKindCount; ++kind) {
             const CostLine& line = device.costs[kind];

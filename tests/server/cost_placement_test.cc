@@ -27,7 +27,8 @@ constexpr const char* kOperators[] = {"cumulative_summation", "cumulative_produc
 class CostPlacementTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
-    return {"--backend=d3d12", "--cpu_devices=1", "--placement=cost"};
+    return {"--backend=d3d12", "--d3d12_devices_per_adapter=1", "--cpu_devices=1",
+            "--placement=cost"};
   }
 
   double Batches(const std::string& device) {

@@ -24,8 +24,8 @@ class DeviceRemovalTest : public ServerTest {
  protected:
   std::vector<std::string> ServerFlags() const override {
     // gpu_first: the CPU behind the GPUs as the fallback this test is about.
-    return {"--backend=d3d12",   "--d3d12_devices_per_adapter=2", "--d3d12_fail_after_batches=4",
-            "--cpu_devices=1",   "--max_queue_delay_us=1000",     "--max_batch_size=8",
+    return {"--backend=d3d12",      "--d3d12_devices_per_adapter=2", "--d3d12_fail_after_batches=4",
+            "--cpu_devices=1",      "--max_queue_delay_us=1000",     "--max_batch_size=8",
             "--placement=gpu_first"};
   }
 };

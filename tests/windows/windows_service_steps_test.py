@@ -28,7 +28,7 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wine_support import WINE, WINESERVER, Checks, run_wine  # noqa: E402
+from wine_support import WINE, WINESERVER, Checks, prefix_processes, run_wine  # noqa: E402
 
 ZIP, CLI, WORK = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
 PREFIX = os.path.join(WORK, "prefix")
@@ -49,9 +49,7 @@ def lines(result):
 
 
 def service_processes():
-    out = subprocess.run(["pgrep", "-f", "dmlserve.exe service run"], capture_output=True,
-                         text=True).stdout
-    return out.split()
+    return prefix_processes(PREFIX, "dmlserve.exe service run")
 
 
 def port_open(port):
@@ -73,8 +71,7 @@ def main():
             for name in names if name.lower() == "dmlserve.exe"]
     check(len(exes) == 1, f"the zip put one dmlserve.exe in drive_c: {exes}")
     exe = exes[0]
-    managers = int(subprocess.run(["pgrep", "-fc", r"system32\\services.exe"],
-                                  capture_output=True, text=True).stdout.strip() or 0)
+    managers = len(prefix_processes(PREFIX, r"system32\\services.exe"))
     print(f"wine runs {managers} services.exe in this prefix", flush=True)
 
     keeper = subprocess.Popen([WINE, "cmd"], env=ENV, stdin=subprocess.PIPE,
@@ -116,8 +113,7 @@ def steps(exe, managers):
     check(installed.returncode == 0 and unexpected == [
         "dmlserve: service dmlserve installed (account NT SERVICE\\dmlserve); start it with "
         "`service start`"], f"install: exit 0 and says so: {out}")
-    after = int(subprocess.run(["pgrep", "-fc", r"system32\\services.exe"],
-                               capture_output=True, text=True).stdout.strip() or 0)
+    after = len(prefix_processes(PREFIX, r"system32\\services.exe"))
     check(after == 1, f"one services.exe runs after the install: {after}")
 
     started = service("start")

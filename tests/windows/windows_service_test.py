@@ -45,7 +45,8 @@ import zipfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wine_support import WINE, WINESERVER, Checks, run_wine, wine_env, windows_path  # noqa: E402
+from wine_support import (WINE, WINESERVER, Checks, prefix_processes, run_wine,  # noqa: E402
+                          wine_env, windows_path)
 
 ZIP, CLI, WORK = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
 CONFORMANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance")
@@ -140,15 +141,12 @@ def write_repository(directory, count):
 
 
 def service_processes():
-    out = subprocess.run(["pgrep", "-f", "dmlserve.exe service run"], capture_output=True,
-                         text=True).stdout
-    return out.split()
+    return prefix_processes(PREFIX, "dmlserve.exe service run")
 
 
 def services_log_to(path):
     """Whether wine's services.exe runs with its stderr on `path`."""
-    pids = subprocess.run(["pgrep", "-f", r"system32\\services.exe"], capture_output=True,
-                          text=True).stdout.split()
+    pids = prefix_processes(PREFIX, r"system32\\services.exe")
     for pid in pids:
         try:
             if os.readlink(f"/proc/{pid}/fd/2") == path:

@@ -20,6 +20,23 @@ def windows_path(path):
     return "Z:" + os.path.abspath(path).replace("/", "\\")
 
 
+def prefix_processes(prefix, pattern):
+    """PIDs of the processes of wine prefix `prefix` whose command line matches `pattern` (a
+    pgrep -f regular expression). Tests of different prefixes run side by side: a bare pgrep
+    would count the others' processes too."""
+    pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    wanted = f"WINEPREFIX={prefix}".encode()
+    mine = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if wanted in environ.read().split(b"\0"):
+                    mine.append(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return mine
+
+
 def run_wine(env, *args, timeout=120):
     """Runs a wine command to its end. Its output goes through files, not
     pipes: processes wine starts on the way (wineserver, services.exe) inherit
