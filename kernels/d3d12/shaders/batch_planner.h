@@ -34,8 +34,10 @@ absl::StatusOr<DispatchPlan> PlanBatch(absl::Span<WorkItem> items,
 // An upper bound on the memory running `operation` needs beyond its
 // operands and its output: padded and packed copies, upload staging, device
 // buffers and read-back (device memory is host memory on lavapipe and WARP,
-// so it counts too). A matrix multiply pads K and N to multiples of 4: a
-// product with K = N = 1 needs ~16 bytes per row for 2 of operands.
+// so it counts too). A matrix multiply pads K and N to multiples of 4 (B's
+// columns to 8 of K): a product with K = N = 1 needs 20 bytes per row with
+// per-tensor parameters and 52 with per-row ones (docs/api.md gives the
+// formula).
 uint64_t PlanWorkingBytes(const Operation& operation);
 
 }  // namespace dmlserve::d3d12
