@@ -408,9 +408,9 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
   std::vector<Answer> answers;
   absl::Status failure;
   // What the device's cost model learns from (before the jobs' operations
-  // are handed to their answers).
-  const bool learn = pool_placement_ == Placement::kCost;
-  const double units = learn ? BatchWorkUnits(*batch) : 0;
+  // are handed to their answers). Every placement learns, so that the
+  // estimates are there to see (metrics) whether or not they place batches.
+  const double units = BatchWorkUnits(*batch);
   const OperatorKind kind = batch->key.kind();
   absl::Duration took;
   {
@@ -430,7 +430,7 @@ bool Scheduler::Impl::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, boo
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
-    if (learn && failure.ok()) slot->cost.Observe(kind, units, took, clock_->Now());
+    if (failure.ok()) slot->cost.Observe(kind, units, took, clock_->Now());
     removed_now = FinishBatchLocked(slot, std::move(batch), failure, unrun);
     devices_left = pool_.healthy();
   }
@@ -527,10 +527,8 @@ std::vector<DeviceStatus> Scheduler::Impl::devices() const {
       status.description = slot.device->description();
       status.healthy = slot.healthy;
       status.fallback = slot.fallback;
-      if (pool_.placement() == Placement::kCost) {
-        for (int kind = 0; kind < kOperatorKindCount; ++kind) {
-          status.costs[kind] = slot.cost.LineAt(static_cast<OperatorKind>(kind), clock_->Now());
-        }
+      for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+        status.costs[kind] = slot.cost.LineAt(static_cast<OperatorKind>(kind), clock_->Now());
       }
       statuses.push_back(std::move(status));
       devices.push_back(slot.device.get());

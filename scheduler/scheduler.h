@@ -81,8 +81,9 @@ struct DeviceStatus {
   DeviceDescription description;
   bool healthy = true;
   bool fallback = false;
-  // With Placement::kCost: what a batch of each operator is estimated to
-  // cost there (indexed by OperatorKind).
+  // What a batch of each operator is estimated to cost there (indexed by
+  // OperatorKind): learned from every batch, and calibrated at start-up
+  // with Placement::kCost, which places batches by it.
   std::array<CostLine, kOperatorKindCount> costs;
   uint64_t memory_bytes = 0;
   uint64_t resident_bytes = 0;  // of which registered tensors' resident copies

@@ -113,14 +113,12 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
     }
   }
   {
-    // What placement believes each batch costs where (cost_model.h): a batch
-    // of U units is estimated at fixed + per_unit * U. Only placement by cost
-    // has estimates; otherwise the families are there, empty.
-    const bool by_cost = scheduler->options().placement == Placement::kCost;
-    const auto cost_gauge = [scheduler, by_cost](bool fixed) {
-      return [scheduler, by_cost, fixed] {
+    // What each batch is estimated to cost where (cost_model.h): a batch of
+    // U units at fixed + per_unit * U. Learned from every batch whatever the
+    // placement; --placement=cost also calibrates them and places by them.
+    const auto cost_gauge = [scheduler](bool fixed) {
+      return [scheduler, fixed] {
         metrics::ScrapeTimeGauges::Samples samples;
-        if (!by_cost) return samples;
         for (const DeviceStatus& device : scheduler->devices()) {
           for (int kind = 0; kind < kOperatorKindCount; ++kind) {
             const CostLine& line = device.costs[kind];
@@ -134,12 +132,13 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
       };
     };
     gauges_->Add("dmlserve_device_cost_fixed_seconds",
-                 "--placement=cost: each device's estimated fixed cost of a batch, per operator "
-                 "(calibrated at start-up, learned from every batch).",
+                 "Each device's estimated fixed cost of a batch, per operator (learned from every "
+                 "batch; with --placement=cost also calibrated at start-up and used to place "
+                 "batches).",
                  cost_gauge(true));
     gauges_->Add("dmlserve_device_cost_seconds_per_unit",
-                 "--placement=cost: each device's estimated cost per unit of work of a batch, per "
-                 "operator (a scan's elements; a matrix multiply's MACs plus the bytes of B).",
+                 "Each device's estimated cost per unit of work of a batch, per operator (a scan's "
+                 "elements; a matrix multiply's MACs plus the bytes of B).",
                  cost_gauge(false));
   }
   gauges_->Add(
