@@ -9,9 +9,16 @@ DispatchPolicy::Arrival DispatchPolicy::Arrive(const Operation& operation, Opera
                                                DevicePool& pool) {
   Arrival arrival;
   if (pool.placement() == Placement::kCost) {
+    // Where it finishes first; it runs at once only there, and only if idle
+    // (IdleSlot's rule, without asking Best twice on the request path).
     arrival.preferred = pool.Best(kind, JobWorkUnits(operation) + SharedWorkUnits(operation), now);
+    if (options_.arrivals_take_idle_devices && arrival.preferred != nullptr &&
+        arrival.preferred->idle()) {
+      arrival.idle = arrival.preferred;
+    }
+  } else if (options_.arrivals_take_idle_devices) {
+    arrival.idle = pool.IdleSlot(kind, &operation, now);
   }
-  if (options_.arrivals_take_idle_devices) arrival.idle = pool.IdleSlot(kind, &operation, now);
   NoteArrival(/*found_work=*/arrival.idle == nullptr || !queue.empty());
   arrival.busy = under_load();
   if (!queue.empty() || arrival.idle == nullptr ||
