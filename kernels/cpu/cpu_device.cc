@@ -41,8 +41,12 @@ CpuDevice::CpuDevice(int index, std::shared_ptr<PackedBCache> cache)
                               : std::make_shared<PackedBCache>(kDefaultPackedCacheBytes)) {
   description_.name = absl::StrCat("cpu:", index);
   description_.backend = "cpu";
+  // Where the CPU runs below what it has (AMX tiles the OS refused), the
+  // description says why: it is in the start-up log and in GetServerInfo.
+  const absl::string_view note = CpuIsaNote();
   description_.description = absl::StrCat(CpuModelName(), " (", ParallelismLevel(), " threads, ",
-                                          SelectedCpuKernels().qgemm->name, " kernels)");
+                                          SelectedCpuKernels().qgemm->name, " kernels",
+                                          note.empty() ? "" : "; ", note, ")");
   description_.software = false;
 }
 

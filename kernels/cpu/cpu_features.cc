@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu/isa_portability.h"
 
 #if DMLSERVE_X86
@@ -12,6 +15,18 @@
 #include <intrin.h>
 #else
 #include <cpuid.h>
+#endif
+#if defined(_WIN32)
+// Not windows.h's min and max macros: std::min is used below.
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#elif defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #endif
 #endif
 
@@ -73,12 +88,17 @@ constexpr unsigned kLeaf7EbxAvx512bw = 1u << 30;
 constexpr unsigned kLeaf7EbxAvx512vl = 1u << 31;
 constexpr unsigned kLeaf7EcxAvx512Vnni = 1u << 11;
 constexpr unsigned kLeaf7Subleaf1EaxAvxVnni = 1u << 4;
+constexpr unsigned kLeaf7EdxAmxTile = 1u << 24;
+constexpr unsigned kLeaf7EdxAmxInt8 = 1u << 25;
 // XCR0: SSE (XMM) and AVX (upper YMM) state; opmask, ZMM_Hi256 (upper ZMM0-15)
 // and Hi16_ZMM (ZMM16-31) state.
 constexpr uint64_t kXcr0Avx = (1u << 1) | (1u << 2);
 constexpr uint64_t kXcr0Avx512 = (1u << 5) | (1u << 6) | (1u << 7);
+// XTILECFG and XTILEDATA: the tile configuration and the 8 KiB of tile data.
+constexpr int kXfeatureTileData = 18;
+constexpr uint64_t kXcr0Amx = (uint64_t{1} << 17) | (uint64_t{1} << kXfeatureTileData);
 
-constexpr int kEax = 0, kEbx = 1, kEcx = 2;
+constexpr int kEax = 0, kEbx = 1, kEcx = 2, kEdx = 3;
 
 bool HasAll(unsigned value, unsigned bits) { return (value & bits) == bits; }
 #endif
@@ -98,27 +118,71 @@ bool HasAvxVnni() {
   return has_avx_vnni;
 }
 
-CpuIsa DetectCpuIsa() {
+// Asks the OS for the tile state, which it saves only for processes that use
+// it (8 KiB per thread). Empty when granted, else why not.
+std::string RequestTileState() {
+#if !DMLSERVE_X86
+  return "not x86-64";
+#elif defined(__linux__)
+  // Linux 5.16 and later: a process asks once, for all its threads
+  // (Documentation/arch/x86/xstate.rst).
+  constexpr long kArchReqXcompPerm = 0x1023;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) == 0) return "";
+  return absl::StrCat("arch_prctl(ARCH_REQ_XCOMP_PERM): ", std::strerror(errno));
+#elif defined(_WIN32)
+  // Windows enables the state for every process where it supports it
+  // (Windows 11, Server 2022); GetEnabledXStateFeatures says whether it did.
+  // Looked up at run time: older kernel32s lack it. (wine reports only AVX's
+  // state, so there the kernels fall back to AVX-512.)
+  using GetEnabledXStateFeaturesFn = DWORD64(WINAPI*)();
+  const auto get_enabled = reinterpret_cast<GetEnabledXStateFeaturesFn>(reinterpret_cast<void*>(
+      GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "GetEnabledXStateFeatures")));
+  if (get_enabled == nullptr) return "kernel32 has no GetEnabledXStateFeatures";
+  if ((get_enabled() & kXcr0Amx) == kXcr0Amx) return "";
+  return "GetEnabledXStateFeatures() lacks the tile state";
+#else
+  return "no way to ask this OS for the tile state";
+#endif
+}
+
+struct Detected {
+  CpuIsa isa = CpuIsa::kGeneric;
+  std::string note;  // CpuIsaNote()
+};
+
+Detected DetectCpuIsa() {
 #if DMLSERVE_X86
   // A feature is usable when the CPU has it and the OS saves the registers it
   // uses across context switches (XCR0).
   unsigned leaf1[4], leaf7[4];
-  if (!CpuidLeaf(1, 0, leaf1) || !HasAll(leaf1[kEcx], kLeaf1EcxOsxsave)) return CpuIsa::kGeneric;
+  if (!CpuidLeaf(1, 0, leaf1) || !HasAll(leaf1[kEcx], kLeaf1EcxOsxsave)) return {};
   CpuidLeaf(7, 0, leaf7);  // all zero when absent
   const uint64_t xcr0 = ReadXcr0();
   if (!(HasAll(leaf7[kEbx], kLeaf7EbxAvx2) && HasAll(leaf1[kEcx], kLeaf1EcxFma | kLeaf1EcxF16c) &&
         (xcr0 & kXcr0Avx) == kXcr0Avx)) {
-    return CpuIsa::kGeneric;
+    return {};
   }
-  if (HasAll(leaf7[kEbx],
-             kLeaf7EbxAvx512f | kLeaf7EbxAvx512dq | kLeaf7EbxAvx512bw | kLeaf7EbxAvx512vl) &&
-      HasAll(leaf7[kEcx], kLeaf7EcxAvx512Vnni) && (xcr0 & kXcr0Avx512) == kXcr0Avx512) {
-    return CpuIsa::kAvx512Vnni;
+  if (!(HasAll(leaf7[kEbx],
+               kLeaf7EbxAvx512f | kLeaf7EbxAvx512dq | kLeaf7EbxAvx512bw | kLeaf7EbxAvx512vl) &&
+        HasAll(leaf7[kEcx], kLeaf7EcxAvx512Vnni) && (xcr0 & kXcr0Avx512) == kXcr0Avx512)) {
+    return {HasAvxVnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2, ""};
   }
-  return HasAvxVnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
+  if (!HasAll(leaf7[kEdx], kLeaf7EdxAmxTile | kLeaf7EdxAmxInt8)) return {CpuIsa::kAvx512Vnni, ""};
+  // XCR0 shows whether the OS supports the tile state at all; a process still
+  // has to be granted it (Linux), or the OS may not enable it (Windows).
+  std::string refused =
+      (xcr0 & kXcr0Amx) == kXcr0Amx ? RequestTileState() : "XCR0 lacks the tile state";
+  if (refused.empty()) return {CpuIsa::kAmx, ""};
+  return {CpuIsa::kAvx512Vnni, absl::StrCat("AMX tiles present but the OS refused them (", refused,
+                                            "); using avx512vnni")};
 #else
-  return CpuIsa::kGeneric;
+  return {};
 #endif
+}
+
+const Detected& Detection() {
+  static const Detected* const detected = new Detected(DetectCpuIsa());
+  return *detected;
 }
 
 CpuIsa EnvironmentCpuIsa() {
@@ -149,21 +213,23 @@ absl::string_view CpuIsaName(CpuIsa isa) {
       return "avxvnni";
     case CpuIsa::kAvx512Vnni:
       return "avx512vnni";
+    case CpuIsa::kAmx:
+      return "amx";
   }
   return "generic";
 }
 
 std::optional<CpuIsa> ParseCpuIsa(absl::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa isa :
+       {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni, CpuIsa::kAmx}) {
     if (name == CpuIsaName(isa)) return isa;
   }
   return std::nullopt;
 }
 
-CpuIsa SupportedCpuIsa() {
-  static const CpuIsa isa = DetectCpuIsa();
-  return isa;
-}
+CpuIsa SupportedCpuIsa() { return Detection().isa; }
+
+absl::string_view CpuIsaNote() { return Detection().note; }
 
 CpuIsa SelectedCpuIsa() {
   const int forced = forced_isa.load(std::memory_order_relaxed);

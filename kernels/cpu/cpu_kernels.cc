@@ -8,7 +8,7 @@
 namespace dmlserve {
 namespace {
 
-constexpr int kLevels = static_cast<int>(CpuIsa::kAvx512Vnni) + 1;
+constexpr int kLevels = static_cast<int>(CpuIsa::kAmx) + 1;
 
 // The driver's row blocks hold whole blocks of mr rows (see kQGemmRowBlock):
 // checked for the level's kernel and every kernel it may hand a product to.
@@ -18,6 +18,7 @@ void CheckRowBlock(const QGemmUkernel* kernel) {
   CheckRowBlock(kernel->seven_bit_b);
   CheckRowBlock(kernel->one_strip);
   CheckRowBlock(kernel->many_rows);
+  CheckRowBlock(kernel->few_rows);
 }
 
 // A level's table, its contracts checked once, as it is built.
@@ -53,10 +54,17 @@ CpuKernels BuildCpuKernels(CpuIsa isa) {
               &PackARowAvx512,      &PackAWideRowAvx2,
               &PackBPanelAvx512,    &ComputeMultipliersAvx512,
               &RequantizeRowAvx512, &scan_internal::Avx512ScanTable()};
+    case CpuIsa::kAmx: {
+      CpuKernels table = BuildCpuKernels(CpuIsa::kAvx512Vnni);  // the tiles add a micro-kernel
+      table.isa = CpuIsa::kAmx;
+      table.qgemm = AmxQGemmUkernel();
+      return table;
+    }
 #else
     case CpuIsa::kAvx2:
     case CpuIsa::kAvxVnni:
     case CpuIsa::kAvx512Vnni:
+    case CpuIsa::kAmx:
       break;  // never asked: no x86 level runs
 #endif
   }
@@ -81,7 +89,8 @@ const Tables& AllTables() {
     const CpuKernels* best = nullptr;
     for (int level = 0; level < kLevels; ++level) {
       const CpuIsa isa = static_cast<CpuIsa>(level);
-      if (CpuRunsIsa(isa)) {
+      // A compiler without the AMX kernel (MSVC) leaves that level out.
+      if (CpuRunsIsa(isa) && (isa != CpuIsa::kAmx || AmxQGemmUkernel() != nullptr)) {
         built->runnable[level] = Checked(BuildCpuKernels(isa));
         best = &*built->runnable[level];
       }
@@ -97,6 +106,22 @@ const Tables& AllTables() {
 const CpuKernels& CpuKernelsFor(CpuIsa isa) { return *AllTables().best[static_cast<int>(isa)]; }
 
 const CpuKernels& SelectedCpuKernels() { return CpuKernelsFor(SelectedCpuIsa()); }
+
+const CpuKernels& AmxModelCpuKernels() {
+  static const CpuKernels* const table = [] {
+    static const QGemmUkernel kernel = [] {
+      QGemmUkernel model = *AmxModelQGemmUkernel();
+      model.few_rows = CpuKernelsFor(CpuIsa::kAvx512Vnni).qgemm;
+      model.min_rows = kQGemmAmxMinRows;
+      return model;
+    }();
+    auto* built = new CpuKernels(CpuKernelsFor(CpuIsa::kAvx512Vnni));
+    built->qgemm = &kernel;
+    CheckRowBlock(built->qgemm);
+    return built;
+  }();
+  return *table;
+}
 
 std::vector<const CpuKernels*> AvailableCpuKernels() {
   std::vector<const CpuKernels*> tables;

@@ -22,6 +22,8 @@
 //               wide_b)
 //   avxvnni     avxvnni       AVX2              AVX2         AVX2
 //   avx512vnni  avx512vnni    AVX-512           AVX-512      AVX-512
+//   amx         amx (few      AVX-512           AVX-512      AVX-512
+//               rows: avx512vnni)
 // Every version of a function computes the same bits as the portable one
 // (the tests check each table against it), so the table decides speed only.
 //
@@ -69,6 +71,15 @@ const CpuKernels& SelectedCpuKernels();
 
 // The table of every level this CPU runs, generic first, then by level.
 std::vector<const CpuKernels*> AvailableCpuKernels();
+
+// Tests only: the amx level's table with its micro-kernel on the scalar
+// model of the tile instructions (AmxModelQGemmUkernel, amx_tiles.h), the
+// rest (and the kernel for few rows) from the best level up to avx512vnni
+// this CPU runs. It runs on any CPU, so the tile path's blocking, edges and
+// level choice are tested where there are no tiles; thousands of times
+// slower than the tiles. Not among AvailableCpuKernels(); its isa is that of
+// the table it copies.
+const CpuKernels& AmxModelCpuKernels();
 
 }  // namespace dmlserve
 

@@ -154,7 +154,7 @@ AlignedBytes AllocateAligned(size_t bytes) {
 
 std::shared_ptr<const PackedB> PackB(const QuantizedMatMulOperation& op, uint64_t slice,
                                      const CpuKernels& cpu, uint64_t rows) {
-  const QGemmUkernel& kernel = *cpu.qgemm;
+  const QGemmUkernel& kernel = QGemmLevelKernel(*cpu.qgemm, rows);
   auto packed = std::make_shared<PackedB>();
   const BSource b = BSource::Of(op, slice);
   packed->k = b.k;

@@ -99,7 +99,7 @@ inline constexpr size_t kQGemmRowBlock = 96;
 
 struct QGemmUkernel {
   // "generic", "avx2" (with "avx2_one_strip", "avx2_wide_b", "avx2_b7"),
-  // "avxvnni", "avx512vnni".
+  // "avxvnni", "avx512vnni", "amx" ("amx_model" for tests).
   const char* name;
   CpuIsa isa;      // the level it needs (CpuRunsIsa, cpu_features.h)
   int mr;          // rows per call; divides kQGemmRowBlock
@@ -131,6 +131,18 @@ struct QGemmUkernel {
   // kernel will read straight into the repacked layout with it, in one pass
   // instead of three (pack, repack, copy out).
   QGemmPackRepackedFn pack_repacked_b = nullptr;
+  // A product of fewer than min_rows rows is handed whole to few_rows, a
+  // kernel of a lower level (its narrow path and substitutes included), as if
+  // that level had been selected: for the tiles, whose 16-row operands a GEMV
+  // or a few rows would mostly waste, and which such products, bound by
+  // reading B, would not run faster (QGemmLevelKernel). Null: none.
+  const QGemmUkernel* few_rows = nullptr;
+  uint64_t min_rows = 0;
+  // Non-null for a kernel that keeps state in the thread between calls (the
+  // AMX tile configuration): the driver calls it on the same thread when a
+  // task's calls are done, which releases that state. fn may be called again
+  // afterwards (it sets the state up again).
+  void (*release)() = nullptr;
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).
@@ -162,6 +174,12 @@ const QGemmUkernel* Avx2SevenBitQGemmUkernel();
 const QGemmUkernel* Avx2WideBQGemmUkernel();
 const QGemmUkernel* AvxVnniQGemmUkernel();
 const QGemmUkernel* Avx512VnniQGemmUkernel();
+// Intel AMX tiles (qgemm_ukernel_amx-inl.h), and the same kernel on a scalar
+// model of the tile instructions (amx_tiles.h), which runs on any CPU: for
+// tests, never in a level's table. The model kernel's few_rows is null (the
+// test table, AmxModelCpuKernels in cpu_kernels.h, sets one).
+const QGemmUkernel* AmxQGemmUkernel();
+const QGemmUkernel* AmxModelQGemmUkernel();
 
 // Rows from which a kernel's many_rows kernel (which reads B repacked) runs
 // when B is repacked for the product (a B per request, packed by PackB for
@@ -175,6 +193,22 @@ inline constexpr uint64_t kQGemmManyRows = 24;
 // x 4096: 328 / 332 / 328 against 323 / 321 / 319 GOP/s on the half-strip
 // kernel).
 inline constexpr uint64_t kQGemmManyRowsRepackedB = 12;
+
+// From this many rows a product runs on the AMX tiles; below, on the
+// AVX-512 VNNI kernel (QGemmUkernel::few_rows). Below 8 rows a product
+// against a 4096 x 4096 B reads 16 MiB of B for at most 128 Mi
+// multiply-adds: VNNI's limit (0.35-0.7 T multiply-adds/s on 2 cores of an
+// Emerald Rapids) keeps up with the bytes, so the tiles, which would multiply
+// 16-row tiles mostly of padding, cannot gain. An estimate, not yet measured
+// on AMX hardware: bench/dmlserve_bench's BM_U8S8RowSweep finds the
+// crossover there (docs/benchmarks.md says what was measured where).
+inline constexpr uint64_t kQGemmAmxMinRows = 8;
+
+// The kernel that runs a product of `rows` rows (kPackBAnyRows: any) at the
+// level whose kernel is `level`: its few_rows kernel below its min_rows,
+// else itself. The product then proceeds as if that kernel's level had been
+// selected (ChooseQGemmUkernel, below, picks among its substitutes).
+const QGemmUkernel& QGemmLevelKernel(const QGemmUkernel& level, uint64_t rows);
 
 // The micro-kernel for one product of `rows` rows and `n` columns, from the
 // selected ISA level's: its seven_bit_b kernel when B was packed whole and

@@ -5,6 +5,11 @@
 
 namespace dmlserve {
 
+const QGemmUkernel& QGemmLevelKernel(const QGemmUkernel& level, uint64_t rows) {
+  if (level.few_rows != nullptr && rows < level.min_rows) return *level.few_rows;
+  return level;
+}
+
 const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
                                        size_t n, uint64_t rows, bool b_repacked) {
   if (b_fits_seven_bits && selected.seven_bit_b != nullptr) return *selected.seven_bit_b;

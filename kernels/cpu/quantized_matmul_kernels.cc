@@ -432,6 +432,8 @@ void RunTask(const GemmTask& task) {
     std::fill(column_sums, column_sums + ldc, 0);
   }
   MultiplyIntoTile(task, scratch, tile, ldc, column_sums);
+  // The AMX kernel's tile configuration is the thread's until released.
+  if (task.kernel->release != nullptr) task.kernel->release();
   RequantizeTile(task, scratch, tile, ldc, row_sums, column_sums);
 }
 
@@ -445,9 +447,10 @@ void RunPanels(const GemmTask& product, size_t column_block, const std::vector<R
 absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, uint64_t slice,
                      PackedBCache* cache, const RowList& list,
                      absl::FunctionRef<absl::Status()> stop) {
-  const QGemmUkernel& selected = *cpu.qgemm;
   const uint64_t total_rows = list.size();
   if (total_rows == 0) return absl::OkStatus();
+  // A level may hand products of few rows to a lower level's kernel whole.
+  const QGemmUkernel& selected = QGemmLevelKernel(*cpu.qgemm, total_rows);
   const size_t k = op.k, n = op.n;
   BOperand b;
   b.source = BSource::Of(op, slice);

@@ -41,7 +41,19 @@ const CpuKernels& PortableTable() { return CpuKernelsFor(CpuIsa::kGeneric); }
 std::vector<const QGemmUkernel*> SimdUkernels() {
   std::vector<const QGemmUkernel*> kernels;
   for (const CpuKernels* table : SimdTables()) kernels.push_back(table->qgemm);
+  // The tile kernel on the model of the tiles, on every CPU.
+  kernels.push_back(AmxModelQGemmUkernel());
   return kernels;
+}
+
+// Every table the CPU runs, and the amx level on the model of the tiles
+// (which runs anywhere): the tile path's blocking, edges and level choice
+// are tested on every machine, its instructions natively where the CPU has
+// them (the amx table among AvailableCpuKernels()).
+std::vector<const CpuKernels*> TablesUnderTest() {
+  std::vector<const CpuKernels*> tables = AvailableCpuKernels();
+  tables.push_back(&AmxModelCpuKernels());
+  return tables;
 }
 
 TEST(QGemmUkernelTest, PortableKernelComesFirst) {
@@ -64,7 +76,8 @@ TEST(QGemmUkernelTest, TablesHoldTheirLevelsKernels) {
     EXPECT_STREQ(table->qgemm->name, std::string(CpuIsaName(table->isa)).c_str());
     EXPECT_EQ(&CpuKernelsFor(table->isa), table);
   }
-  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa isa :
+       {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni, CpuIsa::kAmx}) {
     const CpuKernels& table = CpuKernelsFor(isa);
     EXPECT_LE(table.isa, isa);
     EXPECT_TRUE(CpuRunsIsa(table.isa));
@@ -79,10 +92,10 @@ TEST(QGemmUkernelTest, ContractsAreChecked) {
   // The pool's threads may be running: the child re-runs the binary.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   std::vector<const QGemmUkernel*> kernels;
-  for (const CpuKernels* table : AvailableCpuKernels()) {
+  for (const CpuKernels* table : TablesUnderTest()) {
     const QGemmUkernel& level = *table->qgemm;
     for (const QGemmUkernel* kernel :
-         {&level, level.seven_bit_b, level.one_strip, level.many_rows}) {
+         {&level, level.seven_bit_b, level.one_strip, level.many_rows, level.few_rows}) {
       if (kernel != nullptr) kernels.push_back(kernel);
     }
   }
@@ -554,6 +567,36 @@ TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
   }
 }
 
+// The tile path's edges (qgemm_ukernel_amx-inl.h), on every table: M around
+// the 16-row tiles, the 32-row blocks and the rows from which the tiles run
+// (kQGemmAmxMinRows); K around the 64-byte tile step (whole steps, a tail of
+// 1..15 quads, K not a multiple of 4); N around one and two strips.
+TEST_P(QGemmPathTest, TileEdgesAreExact) {
+  std::mt19937_64 rng(22);
+  const std::vector<Shape3> shapes = {{kQGemmAmxMinRows - 1, 64, 32},
+                                      {kQGemmAmxMinRows, 64, 32},
+                                      {16, 128, 16},
+                                      {17, 65, 33},
+                                      {31, 127, 47},
+                                      {32, 256, 64},
+                                      {33, 1000, 100},
+                                      {48, 60, 1},
+                                      {64, 2049, 31},
+                                      {95, 2111, 18},
+                                      {97, 4, 48},
+                                      {129, 191, 96}};
+  int index = 0;
+  for (const Shape3& s : shapes) {
+    const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
+    const DataType b_type = index % 3 ? DataType::kInt8 : DataType::kUint8;
+    const QuantizedMatMulOperation op =
+        RandomProduct(s, a_type, b_type, DataType::kInt8, index % 2 == 1, rng);
+    ExpectExact(op, false);
+    ExpectExact(op, true);
+    ++index;
+  }
+}
+
 // All eight type combinations at the largest K, with operands that push the
 // int32 accumulator to within a few thousand of overflowing: the u8 x s8
 // rewrite and its corrections must still give the exact sum.
@@ -896,7 +939,7 @@ TEST(QGemmPackingTest, PackBChecksEveryValueAndRepacksOnlyWhatIsRead) {
   EXPECT_EQ(narrow_packed->repacked_quad_bytes, avx2->one_strip->repacked_quad_bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest, testing::ValuesIn(AvailableCpuKernels()),
+INSTANTIATE_TEST_SUITE_P(EveryMicroKernel, QGemmPathTest, testing::ValuesIn(TablesUnderTest()),
                          [](const testing::TestParamInfo<const CpuKernels*>& info) {
                            return std::string(info.param->qgemm->name);
                          });

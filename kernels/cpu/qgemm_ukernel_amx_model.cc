@@ -1,0 +1,31 @@
+// The AMX micro-kernel (qgemm_ukernel_amx-inl.h) on the scalar model of the tile instructions
+// (amx_tiles.h): the same blocking, edges and configuration as the real one, on any CPU, so that
+// the exactness tests cover the tile path on machines without AMX. Not in any level's table.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/core/check.h"
+#include "kernels/cpu/amx_tiles.h"
+#include "kernels/cpu/isa_portability.h"
+#include "kernels/cpu/qgemm_ukernel.h"
+
+namespace dmlserve {
+namespace {
+
+#include "kernels/cpu/qgemm_ukernel_amx-inl.h"
+
+}  // namespace
+
+const QGemmUkernel* AmxModelQGemmUkernel() {
+  static const QGemmUkernel kernel = [] {
+    QGemmUkernel model = {"amx_model", CpuIsa::kGeneric, kAmxMr, kAmxMaxStrips,
+                          &AmxKernel<AmxTileModel>};
+    model.release = &AmxRelease<AmxTileModel>;
+    return model;
+  }();
+  return &kernel;
+}
+
+}  // namespace dmlserve
