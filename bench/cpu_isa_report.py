@@ -29,9 +29,11 @@ STEP = {
     'avx2': 'Avx2ExactPeak',
     'avxvnni': 'AvxVnniPeak',
     'avx512vnni': 'VpdpbusdPeak',
+    'amx': 'TdpbusdPeak',
 }
 # oneDNN's name for the same ISA (ONEDNN_MAX_CPU_ISA).
-ONEDNN_ISA = {'avx2': 'AVX2', 'avxvnni': 'AVX2_VNNI', 'avx512vnni': 'AVX512_CORE_VNNI'}
+ONEDNN_ISA = {'avx2': 'AVX2', 'avxvnni': 'AVX2_VNNI', 'avx512vnni': 'AVX512_CORE_VNNI',
+              'amx': 'AVX512_CORE_AMX'}
 
 DEFAULT_FILTER = ('u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|'
                   'u8s8_b7_256x4096x4096_registered_b|u8s8_b7_256x4096x4096/|'

@@ -15,6 +15,8 @@
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_b.h"
+#include "kernels/cpu/qgemm_ukernel.h"
+#include "kernels/cpu/quantized_matmul_kernels.h"
 
 namespace dmlserve::bench {
 namespace {
@@ -180,6 +182,59 @@ QGemmCase SevenBitB(QGemmCase c) {
   c.seven_bit_b = true;
   return c;
 }
+
+// Where the tiles start to pay: u8 x s8 rows x 4096 x 4096 against a
+// registered B, for rows from a GEMV up, on the AVX-512 VNNI table and on the
+// amx table with every row count on the tiles (its kernel's min_rows set to
+// 1, so few_rows is never taken). The row count from which the tiles win is
+// kQGemmAmxMinRows (qgemm_ukernel.h). Skipped where the CPU lacks the level.
+void BM_U8S8RowSweep(benchmark::State& state, CpuIsa isa) {
+  if (!CpuRunsIsa(isa) || (isa == CpuIsa::kAmx && AmxQGemmUkernel() == nullptr)) {
+    state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  static const QGemmUkernel* const every_row_on_tiles = [] {
+    auto* kernel = new QGemmUkernel(*CpuKernelsFor(CpuIsa::kAmx).qgemm);
+    kernel->few_rows = nullptr;
+    return kernel;
+  }();
+  CpuKernels table = CpuKernelsFor(isa);
+  if (isa == CpuIsa::kAmx) table.qgemm = every_row_on_tiles;
+  const auto rows = static_cast<uint32_t>(state.range(0));
+  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, rows, 4096, 4096, true));
+  const auto& op = std::get<QuantizedMatMulOperation>(operation);
+  PackedBCache cache(uint64_t{1} << 30);
+  Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
+  const QuantizedMatMulOperation* ops[] = {&op};
+  Tensor* outputs[] = {&output};
+  ComputeQuantizedMatMuls(ops, outputs, &cache, &table);  // B packed once, before
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ComputeQuantizedMatMuls(ops, outputs, &cache, &table));
+  state.SetLabel(std::string(table.qgemm->name));
+  state.counters["GOP/s"] = benchmark::Counter(
+      2.0 * rows * 4096.0 * 4096.0 * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_U8S8RowSweep, avx512vnni, CpuIsa::kAvx512Vnni)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(12)
+    ->Arg(16)
+    ->Arg(32)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_U8S8RowSweep, amx, CpuIsa::kAmx)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(12)
+    ->Arg(16)
+    ->Arg(32)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 #define DMLSERVE_QGEMM_BENCHMARK(name, ...) \
   DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__))->Unit(benchmark::kMillisecond)

@@ -2,6 +2,9 @@
 // so that each kernel's rate can be read as a fraction of the limit that
 // binds it. One limit per x86 ISA path, since each path is bound by its own
 // instruction's rate, not by the machine's best:
+//   TdpbusdPeak           AMX: tdpbusd on 16 x 64-byte tiles, 16 Ki
+//                         multiply-adds each (the amx kernel; skipped on
+//                         CPUs without tiles or whose OS refuses them).
 //   VpdpbusdPeak          AVX-512 VNNI: vpdpbusd zmm, 64 multiply-adds each
 //                         (the avx512vnni kernels).
 //   AvxVnniPeak           AVX-VNNI: VEX vpdpbusd ymm, 32 each (the avxvnni
@@ -31,11 +34,13 @@
 // is computed once, and the loop is left with only the adds.
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "kernels/core/parallel_for.h"
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/isa_portability.h"
 #include "kernels/cpu/qgemm_ukernel.h"
@@ -218,6 +223,39 @@ __attribute__((noinline)) int64_t AvxVnniChains(int64_t iterations) {
 }
 DMLSERVE_ISA_END
 
+#if defined(__GNUC__)
+// 4 independent tdpbusd chains on register-resident tiles (tmm0-3 += tmm4/5
+// x tmm6/7, the amx kernel's 2 x 2 blocking), no loads: 4 * 16 * 16 * 16 * 4
+// multiply-adds per iteration. The tiles are configured here, on the thread
+// that runs it (the configuration is per thread), and released after.
+// Inline assembly, as in qgemm_ukernel_amx.cc.
+__attribute__((noinline)) int64_t TileChains(int64_t iterations) {
+  TileConfig config;
+  for (int t = 0; t < kAmxTiles; ++t) {
+    config.rows[t] = kAmxMaxRows;
+    config.colsb[t] = kAmxMaxRowBytes;
+  }
+  __asm__ volatile("ldtilecfg %0" : : "m"(config) : "memory");
+  // tilezero leaves every tile 0: the products are 0, and the unit's rate
+  // does not depend on the values.
+  __asm__ volatile("tilezero %%tmm4\n\ttilezero %%tmm5\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::);
+  for (int64_t i = 0; i < iterations; ++i) {
+    __asm__ volatile(
+        "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\t"
+        "tdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
+        "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\t"
+        "tdpbusd %%tmm7, %%tmm5, %%tmm3" ::);
+  }
+  alignas(64) int32_t out[kAmxMaxRows * kAmxMaxRowBytes / 4];
+  __asm__ volatile("tilestored %%tmm0, (%0,%1,1)"
+                   :
+                   : "r"(out), "r"(int64_t{kAmxMaxRowBytes})
+                   : "memory");
+  __asm__ volatile("tilerelease" ::: "memory");
+  return out[0];
+}
+#endif
+
 // Runs chains(kChainIterations) on every pool thread once per iteration and
 // reports GOP/s, macs_per_iteration multiply-adds per chains iteration.
 constexpr int64_t kChainIterations = 1 << 20;
@@ -233,6 +271,20 @@ void RunChainsOnEveryThread(benchmark::State& state, int64_t (*chains)(int64_t),
       2.0 * macs_per_iteration * kChainIterations * threads * state.iterations() * 1e-9,
       benchmark::Counter::kIsRate);
 }
+
+void BM_CpuMachineLimit_TdpbusdPeak(benchmark::State& state) {
+#if defined(__GNUC__)
+  if (!CpuRunsIsa(CpuIsa::kAmx)) {
+    state.SkipWithError(CpuIsaNote().empty() ? "no AMX tiles on this CPU"
+                                             : std::string(CpuIsaNote()).c_str());
+    return;
+  }
+  RunChainsOnEveryThread(state, &TileChains, 4 * kAmxMaxRows * kAmxMaxRows * kAmxMaxRowBytes);
+#else
+  state.SkipWithError("built without the tile instructions");
+#endif
+}
+BENCHMARK(BM_CpuMachineLimit_TdpbusdPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuMachineLimit_VpdpbusdPeak(benchmark::State& state) {
   if (!CpuRunsIsa(CpuIsa::kAvx512Vnni)) {
@@ -339,6 +391,7 @@ void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int
                false);
     benchmark::DoNotOptimize(c.data());
   }
+  if (kernel->release != nullptr) kernel->release();  // the amx kernel's tiles
   state.counters["GOP/s"] = benchmark::Counter(
       2.0 * kernel->mr * ldc * kQuads * 4 * state.iterations() * 1e-9, benchmark::Counter::kIsRate);
 }
@@ -373,6 +426,7 @@ BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2_b7, Avx2SevenBitQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx2_wide_b, Avx2WideBQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avxvnni, AvxVnniQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni, Avx512VnniQGemmUkernel());
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx, AmxQGemmUkernel());
 // One strip (N <= 16): a broadcast per multiply.
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni_one_strip, Avx512VnniQGemmUkernel(), 1);
 
