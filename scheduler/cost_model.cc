@@ -18,6 +18,13 @@ double JobWorkUnits(const Operation& operation) {
   return static_cast<double>(OperationBytes(operation));
 }
 
+double BatchWorkUnits(const Batch& batch) {
+  if (batch.jobs.empty()) return 0;
+  double units = SharedWorkUnits(batch.jobs.front()->operation);
+  for (const auto& job : batch.jobs) units += JobWorkUnits(job->operation);
+  return units;
+}
+
 double SharedWorkUnits(const Operation& operation) {
   const auto* matmul = std::get_if<QuantizedMatMulOperation>(&operation);
   return matmul == nullptr ? 0.0 : static_cast<double>(matmul->b.byte_size());

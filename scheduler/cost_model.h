@@ -30,6 +30,7 @@
 
 #include "absl/time/time.h"
 #include "kernels/core/operation.h"
+#include "scheduler/batch.h"
 
 namespace dmlserve {
 
@@ -37,6 +38,8 @@ namespace dmlserve {
 double JobWorkUnits(const Operation& operation);
 // Units of work of B, read once per batch (0 for scans).
 double SharedWorkUnits(const Operation& operation);
+// A batch's: its operands shared once, plus each job's own.
+double BatchWorkUnits(const Batch& batch);
 
 struct CostLine {
   double fixed_seconds = 0;     // per batch

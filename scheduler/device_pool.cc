@@ -273,4 +273,16 @@ void DevicePool::MarkRecovered(Slot& slot) {
   DMLSERVE_DCHECK(healthy_ <= static_cast<int>(slots_.size()));
 }
 
+absl::Status DevicePool::Refusal(OperatorKind kind) const {
+  if (stopping_) return absl::UnavailableError("the scheduler is shutting down");
+  if (healthy_ == 0) {
+    return absl::UnavailableError(absl::StrCat("no healthy device left: ", last_failure_));
+  }
+  if (!uniform_ && !CanServe(kind)) {
+    return absl::UnavailableError(
+        absl::StrCat("no healthy device left that runs ", OperatorName(kind), ": ", last_failure_));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dmlserve

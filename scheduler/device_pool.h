@@ -106,6 +106,9 @@ class DevicePool {
   bool AnySupports(OperatorKind kind) const { return supported_any_.test(Index(kind)); }
   // Whether a device takes `kind` now.
   bool CanServe(OperatorKind kind) const;
+  // Why a new job of `kind` cannot be queued (UNAVAILABLE: stopping, no
+  // healthy device, or none left that runs `kind`), or OK.
+  absl::Status Refusal(OperatorKind kind) const;
   // Whether fallback devices take `kind` in place of failed primaries (then
   // a batch that failed on devices still runs, see the scheduler).
   bool FallbacksServe(OperatorKind kind) const;

@@ -1,5 +1,8 @@
 #include "scheduler/dispatch_policy.h"
 
+#include <memory>
+#include <optional>
+
 #include "scheduler/cost_model.h"
 
 namespace dmlserve {
@@ -89,6 +92,32 @@ bool DispatchPolicy::HoldCovered(const DevicePool::Slot& slot, absl::Time now,
                                  const BatchQueue& queue, const DevicePool& pool) const {
   return options_.hold_backstop > absl::ZeroDuration() && !queue.HasRunnable(now, /*idle=*/true) &&
          pool.WillLookBy(slot, queue.hold_end() + options_.hold_backstop);
+}
+
+std::unique_ptr<Batch> DispatchPolicy::Take(DevicePool::Slot& slot, absl::Time now,
+                                            absl::FunctionRef<bool(const Batch&)> accept,
+                                            BatchQueue& queue, DevicePool& pool) const {
+  const std::optional<OperatorSet> only = pool.OnlyFor(slot);
+  auto allowed = [&](const Batch& candidate) {
+    return (!only.has_value() || only->test(static_cast<size_t>(candidate.key.kind()))) &&
+           accept(candidate);
+  };
+  if (pool.placement() != Placement::kCost) {
+    return queue.Take(now, slot.idle(), *slot.device, allowed);
+  }
+  DevicePool::Slot* elsewhere = nullptr;
+  std::unique_ptr<Batch> batch =
+      queue.Take(now, slot.idle(), *slot.device, [&](const Batch& candidate) {
+        if (!allowed(candidate)) return false;
+        DevicePool::Slot* best = nullptr;
+        if (pool.Prefers(slot, candidate.key.kind(), BatchWorkUnits(candidate), now, &best)) {
+          return true;
+        }
+        if (elsewhere == nullptr) elsewhere = best;
+        return false;
+      });
+  if (batch == nullptr && elsewhere != nullptr) pool.WakeOne(/*busy_may_take=*/true, elsewhere);
+  return batch;
 }
 
 }  // namespace dmlserve

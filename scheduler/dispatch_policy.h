@@ -13,6 +13,9 @@
 //  - Queued:  with the job queued, run a batch here now (the arrival ended a
 //             hold), wake a worker, or nothing (a hold whose end a worker
 //             will see in time, or work a busy device may not start yet);
+//  - Take:    which waiting batch a device takes (placed by cost: only one
+//             that finishes first there, the device where it would being
+//             woken for it);
 //  - NextLook: when a waiting worker wakes on its own (a due time, a hold's
 //             end plus the backstop, or never: only when woken).
 //
@@ -38,7 +41,9 @@
 //    leaves.
 
 #include <cstdint>
+#include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "kernels/core/operation.h"
 #include "scheduler/batch_queue.h"
@@ -81,6 +86,15 @@ class DispatchPolicy {
   };
   AfterQueue Queued(const Arrival& arrival, bool was_empty, bool was_runnable_for_busy,
                     absl::Time now, const BatchQueue& queue, const DevicePool& pool);
+
+  // The batch `slot` takes from `queue` at `now` (BatchQueue::Take), or
+  // null: one of an operator the pool lets it run (DevicePool::OnlyFor) that
+  // `accept` takes and, placed by cost, that finishes first on `slot`
+  // (DevicePool::Prefers); when it declines one for that reason, the device
+  // where the first such batch finishes first is woken.
+  std::unique_ptr<Batch> Take(DevicePool::Slot& slot, absl::Time now,
+                              absl::FunctionRef<bool(const Batch&)> accept, BatchQueue& queue,
+                              DevicePool& pool) const;
 
   // After a submitting thread ran a batch on `slot`: whether to wake a
   // worker for what waits. `continues`: it takes another batch itself.

@@ -40,13 +40,6 @@ constexpr int kMaxBatchesOnCaller = 4;
 // device that finishes it sooner looks at the queue again unwoken.
 constexpr absl::Duration kDeclinedRecheck = absl::Milliseconds(50);
 
-double BatchWorkUnits(const Batch& batch) {
-  if (batch.jobs.empty()) return 0;
-  double units = SharedWorkUnits(batch.jobs.front()->operation);
-  for (const auto& job : batch.jobs) units += JobWorkUnits(job->operation);
-  return units;
-}
-
 }  // namespace
 
 class Scheduler::Impl : public JobCancellationListener {
@@ -217,16 +210,8 @@ absl::Status Scheduler::Impl::Submit(std::shared_ptr<Job> job) {
   }
   const uint64_t own_bytes = OperationBytes(job->operation) - SharedOperandBytes(job->operation);
   mu_.Lock();
-  absl::Status refused;
-  if (pool_.stopping()) {
-    refused = absl::UnavailableError("the scheduler is shutting down");
-  } else if (pool_.healthy() == 0) {
-    refused =
-        absl::UnavailableError(absl::StrCat("no healthy device left: ", pool_.last_failure()));
-  } else if (!pool_.uniform() && !pool_.CanServe(kind)) {
-    refused = absl::UnavailableError(absl::StrCat("no healthy device left that runs ",
-                                                  OperatorName(kind), ": ", pool_.last_failure()));
-  } else if (static_cast<int>(queue_.job_count()) >= options_.max_queue) {
+  absl::Status refused = pool_.Refusal(kind);
+  if (refused.ok() && static_cast<int>(queue_.job_count()) >= options_.max_queue) {
     refused = absl::ResourceExhaustedError(
         absl::StrCat("queue full: ", queue_.job_count(), " jobs waiting (--max_queue)"));
   }
@@ -344,32 +329,7 @@ void Scheduler::Impl::WorkerLoop(Slot* slot) {
 std::unique_ptr<Batch> Scheduler::Impl::TakeLocked(Slot* slot, absl::Time now,
                                                    absl::FunctionRef<bool(const Batch&)> accept,
                                                    std::vector<UnrunJob>& unrun) {
-  const std::optional<OperatorSet> only = pool_.OnlyFor(*slot);
-  std::unique_ptr<Batch> batch;
-  if (pool_.placement() == Placement::kCost) {
-    // Only batches that finish first here; the device where one would
-    // finish first is woken for it.
-    Slot* elsewhere = nullptr;
-    batch = queue_.Take(now, slot->idle(), *slot->device, [&](const Batch& candidate) {
-      if (only.has_value() && !only->test(static_cast<size_t>(candidate.key.kind()))) {
-        return false;
-      }
-      if (!accept(candidate)) return false;
-      Slot* best = nullptr;
-      if (pool_.Prefers(*slot, candidate.key.kind(), BatchWorkUnits(candidate), now, &best)) {
-        return true;
-      }
-      if (elsewhere == nullptr) elsewhere = best;
-      return false;
-    });
-    if (batch == nullptr && elsewhere != nullptr) pool_.WakeOne(/*busy_may_take=*/true, elsewhere);
-  } else if (!only.has_value()) {
-    batch = queue_.Take(now, slot->idle(), *slot->device, accept);
-  } else {
-    batch = queue_.Take(now, slot->idle(), *slot->device, [&only, accept](const Batch& batch) {
-      return only->test(static_cast<size_t>(batch.key.kind())) && accept(batch);
-    });
-  }
+  std::unique_ptr<Batch> batch = policy_.Take(*slot, now, accept, queue_, pool_);
   if (batch == nullptr) return nullptr;
   RemoveDeadJobs(*batch, now, unrun);
   for (const auto& job : batch->jobs) {

@@ -92,6 +92,24 @@ TEST(StartupTest, UnknownBackendIsRejected) {
   EXPECT_THAT(exit.output, HasSubstr("--backend=tpu: expected cpu, d3d12 or auto"));
 }
 
+TEST(StartupTest, UnknownPlacementIsRejected) {
+  const ServerProcess::Exit exit = RunServer({"--placement=fastest"});
+  EXPECT_NE(exit.exit_code, 0);
+  EXPECT_THAT(exit.output, HasSubstr("--placement=fastest: expected cost or gpu_first"));
+  EXPECT_THAT(exit.output, Not(HasSubstr("serving gRPC")));
+}
+
+// A CPU-only server has nothing to place: it says so rather than calibrate.
+TEST(StartupTest, PlacementIsLoggedOnlyWhereUnlikeDevicesServe) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start(ServerBinary(), {"--backend=cpu", "--placement=cost"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Output(), Not(HasSubstr("placement: cost")));
+  absl::StatusOr<int> stopped = (*server)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 0);
+}
+
 TEST(StartupTest, InvalidLimitsAreRejected) {
   for (const std::string flag :
        {"--max_queue=0", "--max_batch_size=0", "--cpu_devices=0", "--max_request_bytes=0",
