@@ -16,8 +16,9 @@
 # Google Benchmark repetition and for the ONNX Runtime calls), --rounds=N
 # (interleaved rounds per case, default 3; each engine keeps its best).
 #
-# DMLSERVE_CPU_ISA=avx2|avxvnni|avx512vnni (environment) forces dmlserve's
-# path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|... oneDNN's.
+# DMLSERVE_CPU_ISA=avx2|avxvnni|avx512vnni|amx (environment) forces dmlserve's
+# path (it reaches dmlserve_bench), ONEDNN_MAX_CPU_ISA=AVX2|...|AVX512_CORE_AMX
+# oneDNN's.
 # ONNX Runtime has no such switch: ORT_ISA=avx2 runs it under gdb with
 # AVX-512, AVX-VNNI and AMX hidden from its library
 # (bench/onnxruntime/avx2_only_cpu.py: cpuid and XCR0 as an AVX2-only CPU
@@ -36,15 +37,28 @@ if [[ $# -gt 0 && "$1" != --* ]]; then
 fi
 [[ "${1:-}" == "--" ]] && shift
 # The oneDNN benchmark: $ONEDNN_BENCH, else next to the dmlserve binary,
-# else in build/; no column when none exists.
-onednn_bench="${ONEDNN_BENCH:-}"
-if [[ -z "${onednn_bench}" ]]; then
+# else in build/. Where none exists but Debian's libdnnl-dev is installed, it
+# is built first, in the dmlserve binary's build tree (CMake finds oneDNN
+# there on reconfiguring), so that the table has all three in one run; no
+# column when oneDNN is not installed.
+find_onednn_bench() {
   for candidate in "$(dirname "${dmlserve_bench}")/dmlserve_onednn_bench" "${repo}/build/bench/dmlserve_onednn_bench"; do
     if [[ -x "${candidate}" ]]; then
       onednn_bench="${candidate}"
-      break
+      return
     fi
   done
+}
+onednn_bench="${ONEDNN_BENCH:-}"
+if [[ -z "${onednn_bench}" ]]; then
+  find_onednn_bench
+  build_tree="$(cd "$(dirname "${dmlserve_bench}")/.." && pwd)"
+  if [[ -z "${onednn_bench}" && -f /usr/include/oneapi/dnnl/dnnl.hpp && -f "${build_tree}/CMakeCache.txt" ]]; then
+    echo "libdnnl-dev is installed: building dmlserve_onednn_bench in ${build_tree}" >&2
+    cmake -S "${repo}" -B "${build_tree}" >/dev/null
+    cmake --build "${build_tree}" --target dmlserve_onednn_bench >&2
+    find_onednn_bench
+  fi
 fi
 ort_version="${ORT_VERSION:-1.30.0}"
 
