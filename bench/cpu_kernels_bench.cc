@@ -215,24 +215,16 @@ void BM_U8S8RowSweep(benchmark::State& state, CpuIsa isa) {
       2.0 * rows * 4096.0 * 4096.0 * static_cast<double>(state.iterations()) * 1e-9,
       benchmark::Counter::kIsRate);
 }
+// GEMV to 32 rows.
+void RowCounts(benchmark::internal::Benchmark* b) {
+  for (int rows : {1, 2, 4, 8, 12, 16, 32}) b->Arg(rows);
+}
 BENCHMARK_CAPTURE(BM_U8S8RowSweep, avx512vnni, CpuIsa::kAvx512Vnni)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(12)
-    ->Arg(16)
-    ->Arg(32)
+    ->Apply(RowCounts)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_U8S8RowSweep, amx, CpuIsa::kAmx)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(12)
-    ->Arg(16)
-    ->Arg(32)
+    ->Apply(RowCounts)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

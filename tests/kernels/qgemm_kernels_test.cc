@@ -515,6 +515,22 @@ class QGemmPathTest : public testing::TestWithParam<const CpuKernels*> {
     EXPECT_TRUE(status.ok()) << GetParam()->qgemm->name << " " << reference::Describe(copy)
                              << (registered ? " registered" : "") << ": " << status;
   }
+
+  // A random product of each shape, both B paths, the type combinations and
+  // per-tensor or per-axis parameters taken in turn.
+  void ExpectShapesExact(const std::vector<Shape3>& shapes, std::mt19937_64& rng) {
+    int index = 0;
+    for (const Shape3& s : shapes) {
+      const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
+      const DataType b_type = index % 3 ? DataType::kInt8 : DataType::kUint8;
+      const DataType output_type = index % 4 < 2 ? DataType::kInt8 : DataType::kUint8;
+      const QuantizedMatMulOperation op =
+          RandomProduct(s, a_type, b_type, output_type, index % 2 == 0, rng);
+      ExpectExact(op, false);
+      ExpectExact(op, true);
+      ++index;
+    }
+  }
 };
 
 // Tile and block edges in every dimension (and so every kernel a level
@@ -554,17 +570,7 @@ TEST_P(QGemmPathTest, EdgesOfEveryBlockAreExact) {
       {2, 4100, 40},
       {2, 4100, 9},
       {1, 4100, 9}};
-  int index = 0;
-  for (const Shape3& s : shapes) {
-    const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
-    const DataType b_type = index % 3 ? DataType::kInt8 : DataType::kUint8;
-    const DataType output_type = index % 4 < 2 ? DataType::kInt8 : DataType::kUint8;
-    const QuantizedMatMulOperation op =
-        RandomProduct(s, a_type, b_type, output_type, index % 2 == 0, rng);
-    ExpectExact(op, false);
-    ExpectExact(op, true);
-    ++index;
-  }
+  ExpectShapesExact(shapes, rng);
 }
 
 // The tile path's edges (qgemm_ukernel_amx-inl.h), on every table: M around
@@ -585,16 +591,7 @@ TEST_P(QGemmPathTest, TileEdgesAreExact) {
                                       {95, 2111, 18},
                                       {97, 4, 48},
                                       {129, 191, 96}};
-  int index = 0;
-  for (const Shape3& s : shapes) {
-    const DataType a_type = index % 2 ? DataType::kInt8 : DataType::kUint8;
-    const DataType b_type = index % 3 ? DataType::kInt8 : DataType::kUint8;
-    const QuantizedMatMulOperation op =
-        RandomProduct(s, a_type, b_type, DataType::kInt8, index % 2 == 1, rng);
-    ExpectExact(op, false);
-    ExpectExact(op, true);
-    ++index;
-  }
+  ExpectShapesExact(shapes, rng);
 }
 
 // All eight type combinations at the largest K, with operands that push the
