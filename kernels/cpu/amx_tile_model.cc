@@ -92,12 +92,12 @@ void AmxTileModel::ZeroTile(int tile) {
   std::memset(State().tiles[tile], 0, sizeof(State().tiles[tile]));
 }
 
-void AmxTileModel::DotProductBusd(int c, int a, int b) {
+void AmxTileModel::DotProduct(int c, int a, int b, bool signed_a) {
   TileState& state = State();
   Using(c);
   Using(a);
   Using(b);
-  Require(c != a && c != b && a != b, "TDPBUSD's three tiles differ");
+  Require(c != a && c != b && a != b, "the dot product's three tiles differ");
   const TileConfig& config = state.config;
   Require(config.rows[a] == config.rows[c], "rows[a] == rows[c]");
   Require(config.colsb[b] == config.colsb[c], "colsb[b] == colsb[c]");
@@ -113,7 +113,8 @@ void AmxTileModel::DotProductBusd(int c, int a, int b) {
       std::memcpy(&sum, &state.tiles[c][m][4 * n], 4);
       for (int k = 0; k < depth; ++k) {
         for (int r = 0; r < 4; ++r) {
-          const int32_t x = state.tiles[a][m][4 * k + r];
+          const uint8_t byte = state.tiles[a][m][4 * k + r];
+          const int32_t x = signed_a ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte};
           const int32_t y = static_cast<int8_t>(state.tiles[b][k][4 * n + r]);
           sum += static_cast<uint32_t>(x * y);
         }

@@ -16,7 +16,8 @@
 //   - TDPBUSD c, a, b: for m < rows[c], n < colsb[c] / 4, k < colsb[a] / 4:
 //       c.int32[m][n] += sum over r < 4 of a.uint8[m][4k + r] * b.int8[k][4n + r]
 //     in int32, wrapping, never saturating (exact for what fits). Shapes must agree:
-//     rows[a] == rows[c], colsb[b] == colsb[c], rows[b] == colsb[a] / 4.
+//     rows[a] == rows[c], colsb[b] == colsb[c], rows[b] == colsb[a] / 4. TDPBSSD is the same
+//     with a.int8 (TDPBUUD and TDPBSUD, unsigned B, are not used: B' is int8).
 //   - On Linux a process must ask for the tile state once (cpu_features.cc); Windows enables it.
 //
 // The model implements exactly that, per thread, and checks the configuration's limits and the
@@ -57,8 +58,9 @@ class AmxTileModel {
   static void LoadTile(int tile, const void* base, size_t stride);
   static void StoreTile(int tile, void* base, size_t stride);
   static void ZeroTile(int tile);
-  // TDPBUSD c, a, b.
-  static void DotProductBusd(int c, int a, int b);
+  // TDPBUSD c, a, b (u8 a), TDPBSSD c, a, b (s8 a).
+  static void DotProductBusd(int c, int a, int b) { DotProduct(c, a, b, /*signed_a=*/false); }
+  static void DotProductBssd(int c, int a, int b) { DotProduct(c, a, b, /*signed_a=*/true); }
 
   // The spelling the kernel template uses (tile numbers are immediates on the hardware).
   template <int kTile>
@@ -77,6 +79,13 @@ class AmxTileModel {
   static void DotBusd() {
     DotProductBusd(kC, kA, kB);
   }
+  template <int kC, int kA, int kB>
+  static void DotBssd() {
+    DotProductBssd(kC, kA, kB);
+  }
+
+ private:
+  static void DotProduct(int c, int a, int b, bool signed_a);
 };
 
 }  // namespace dmlserve

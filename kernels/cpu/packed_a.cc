@@ -33,16 +33,25 @@ int32_t PackAWideRowPortable(const ARowSource& row, size_t k, size_t padded, int
   return static_cast<int32_t>(sum);
 }
 
-bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k) {
-  if (rows.empty()) return false;
+bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel) {
+  if (rows.empty() || kernel.wide_a) return false;
+  const bool is_signed = rows[0].is_signed;
+  if (is_signed && kernel.signed_a == nullptr) return false;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].is_signed || rows[i].data != rows[0].data + i * k) return false;
+    if (rows[i].is_signed != is_signed || rows[i].data != rows[0].data + i * k) return false;
   }
   return true;
 }
 
 int32_t SumBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu) {
   return cpu.pack_a_row(ARowSource{bytes, false}, count, count, nullptr);
+}
+
+// The packer sums A XOR 0x80 = A + 128 for an INT8 row: 128 per value less.
+int32_t SumSignedBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu) {
+  return static_cast<int32_t>(
+      static_cast<uint32_t>(cpu.pack_a_row(ARowSource{bytes, true}, count, count, nullptr)) -
+      128u * static_cast<uint32_t>(count));
 }
 
 void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel,
@@ -53,10 +62,12 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kern
   packed.k = k;
   packed.tail = nullptr;
   packed.tail_first = count;
-  const bool in_place = !kernel.wide_a && PacksAInPlace(rows, k);
+  const bool in_place = PacksAInPlace(rows, k, kernel);
+  packed.raw_signed = in_place && rows[0].is_signed;
   // Rows are not padded to dodge L1 set conflicts (as B's strips are): the
   // micro-kernel reads only one quad per row per step, and using a UINT8 A in
-  // place measured faster than a padded copy.
+  // place measured faster than a padded copy. (An INT8 A in place is read as
+  // is, by the kernel's signed_a variant; the tail below is copied as is.)
   uint8_t* out = nullptr;
   if (in_place) {
     packed.stride = k;
@@ -92,6 +103,10 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kern
       [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           uint8_t* row_out = out == nullptr ? nullptr : out + i * packed.stride;
+          if (packed.raw_signed) {
+            packed.row_sums[i] = SumSignedBytes(rows[i].data, k, cpu);
+            continue;
+          }
           packed.row_sums[i] =
               kernel.wide_a
                   ? cpu.pack_a_wide_row(rows[i], k, padded, reinterpret_cast<int16_t*>(row_out))

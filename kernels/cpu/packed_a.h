@@ -4,7 +4,9 @@
 // The A operand of a quantized matrix multiply as the micro-kernels read it
 // (see qgemm_ukernel.h): rows of A' = A (UINT8) or A + 128 (INT8), each
 // zero-padded to whole quads, and each row's sum, which the int32
-// corrections need.
+// corrections need. One exception: an INT8 A that a kernel with a signed_a
+// variant (the AMX tiles) can read in place is used as is, A' = A
+// (PackedA::raw_signed).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +30,10 @@ struct ARowSource {
 struct PackedA {
   size_t k = 0;
   size_t stride = 0;  // bytes between rows (2 per value for a wide-A kernel)
+  // The rows are an INT8 A used in place as is: A' = A (signed), read by the
+  // kernel's signed_a variant; its zero point is not shifted, and its row
+  // sums are of the signed values (SumSignedBytes).
+  bool raw_signed = false;
   // sum over k of A'[i][k]; empty when PackA was asked not to compute them
   // (the caller sums rows() itself, see SumBytes).
   std::vector<int32_t> row_sums;
@@ -47,26 +53,28 @@ struct PackedA {
   AlignedBytes storage;  // what `data` or `tail` point into, when copied
 };
 
-// Whether PackA uses `rows` in place: UINT8 rows one after another in memory.
-bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k);
+// Whether PackA uses `rows` in place for `kernel`: rows one after another in
+// memory, read as bytes (not wide), all UINT8, or all INT8 when the kernel
+// has a signed_a variant.
+bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel);
 
 // Packs `rows` (K elements each) for `kernel` (its mr rows per call,
-// whether it reads A wide) with the packers of `cpu` (the table of the ISA
-// level `kernel` belongs to, or of any other level the CPU runs: every
-// level's packers write the same bytes). When they are UINT8 and lie one after another in memory
-// (one request's A slice) and the kernel reads bytes, they are used in place and only their sums
-// are computed (plus a copy of the last blocks of rows when K is not a multiple of 4); otherwise
-// they are copied (shifted for INT8, zero-padded to whole quads, widened to int16 for a wide-A
-// kernel) into `storage`, and their sums are always computed. Runs on the ParallelFor pool. With
-// `sums` false, rows used in place are not read at all (a copy still gets its sums, for free) : a
-// caller that reads each row only once anyway sums it then, from cache, instead of reading A from
-// memory twice.
+// whether it reads A wide, whether it has a signed_a variant) with the packers of `cpu` (the table
+// of the ISA level `kernel` belongs to, or of any other level the CPU runs: every level's packers
+// write the same bytes). When they are UINT8 and lie one after another in memory (one request's A
+// slice) and the kernel reads bytes, they are used in place and only their sums are computed (plus
+// a copy of the last blocks of rows when K is not a multiple of 4); otherwise they are copied
+// (shifted for INT8, zero-padded to whole quads, widened to int16 for a wide-A kernel) into
+// `storage`, and their sums are always computed. Runs on the ParallelFor pool. With `sums` false,
+// rows used in place are not read at all (a copy still gets its sums, for free) : a caller that
+// reads each row only once anyway sums it then, from cache, instead of reading A from memory twice.
 void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel,
            const CpuKernels& cpu, bool sums, PackedA& packed);
 
 // The sum of `count` bytes (rows of A' as PackedA::rows() gives them), with
-// cpu's packer.
+// cpu's packer: as uint8, or as int8 (SumSignedBytes, for raw_signed rows).
 int32_t SumBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu);
+int32_t SumSignedBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu);
 
 // The packers of one row, one per ISA level (CpuKernels::pack_a_row,
 // pack_a_wide_row). Each copies one row of A' (row.data[j], XOR 0x80 when

@@ -143,6 +143,11 @@ struct QGemmUkernel {
   // task's calls are done, which releases that state. fn may be called again
   // afterwards (it sets the state up again).
   void (*release)() = nullptr;
+  // Non-null: the same kernel reading A as INT8 values as they are (A' = A,
+  // signed: the tiles' TDPBSSD), so that PackA uses an INT8 A in place rather
+  // than copying it shifted (PackedA::raw_signed). Same mr, max_strips and
+  // release.
+  const QGemmUkernel* signed_a = nullptr;
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).

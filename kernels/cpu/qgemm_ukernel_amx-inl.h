@@ -5,11 +5,14 @@
 //
 // Tiles provides, as static functions (tile numbers are template arguments because the hardware
 // encodes them in the instruction): LoadConfig(const TileConfig&), Release(),
-// Load<t>(base, stride), Store<t>(base, stride), Zero<t>(), DotBusd<c, a, b>().
+// Load<t>(base, stride), Store<t>(base, stride), Zero<t>(), DotBusd<c, a, b>() (u8 A) and
+// DotBssd<c, a, b>() (s8 A).
 //
 // Layout (see qgemm_ukernel.h): the operands are already what TDPBUSD multiplies, with no copy.
 //   - A tile is 16 rows of A' with 64 bytes (16 quads) each: A's packed rows, or A itself, read
-//     with the row stride lda. TILELOADD's stride is exactly what the packed layout has.
+//     with the row stride lda. TILELOADD's stride is exactly what the packed layout has. An INT8
+//     A is read as is by the kSignedA instantiation (TDPBSSD, s8 x s8: QGemmUkernel::signed_a),
+//     so that it too is used in place; B' is int8 either way.
 //   - B tile: 16 quads of one 16-column strip. The strip layout stores quad q as 64 bytes (16
 //     columns x 4 depth values), and TDPBUSD wants B's row k to be quad k's 16 dwords: a strip's
 //     16 quads are one tile, contiguous (stride 64). Packing B for the vector kernels packs it for
@@ -91,24 +94,34 @@ void AmxRelease() {
 
 // One step: kStepQuads quads of A (rows from a, a_stride apart; the lower tile 16 rows down) and
 // of B (strip 1 b_strip_stride bytes after strip 0), multiplied into the accumulators.
-template <typename Tiles, int kRowTiles, int kStrips>
+// C += A x B for one accumulator: u8 or s8 A.
+template <typename Tiles, bool kSignedA, int kC, int kA, int kB>
+DMLSERVE_ALWAYS_INLINE void AmxDot() {
+  if constexpr (kSignedA) {
+    Tiles::template DotBssd<kC, kA, kB>();
+  } else {
+    Tiles::template DotBusd<kC, kA, kB>();
+  }
+}
+
+template <typename Tiles, bool kSignedA, int kRowTiles, int kStrips>
 DMLSERVE_ALWAYS_INLINE void AmxStep(const uint8_t* a, size_t a_stride, const int8_t* b,
                                     size_t b_strip_stride) {
   Tiles::template Load<kA0>(a, a_stride);
   Tiles::template Load<kB0>(b, kAmxMaxRowBytes);
-  Tiles::template DotBusd<kC00, kA0, kB0>();
+  AmxDot<Tiles, kSignedA, kC00, kA0, kB0>();
   if constexpr (kStrips == 2) {
     Tiles::template Load<kB1>(b + b_strip_stride, kAmxMaxRowBytes);
-    Tiles::template DotBusd<kC01, kA0, kB1>();
+    AmxDot<Tiles, kSignedA, kC01, kA0, kB1>();
   }
   if constexpr (kRowTiles == 2) {
     Tiles::template Load<kA1>(a + kAmxMaxRows * a_stride, a_stride);
-    Tiles::template DotBusd<kC10, kA1, kB0>();
-    if constexpr (kStrips == 2) Tiles::template DotBusd<kC11, kA1, kB1>();
+    AmxDot<Tiles, kSignedA, kC10, kA1, kB0>();
+    if constexpr (kStrips == 2) AmxDot<Tiles, kSignedA, kC11, kA1, kB1>();
   }
 }
 
-template <typename Tiles, int kRowTiles, int kStrips>
+template <typename Tiles, bool kSignedA, int kRowTiles, int kStrips>
 void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
               size_t b_strip_stride, int32_t* c, size_t ldc, bool accumulate) {
   const size_t c_stride = ldc * sizeof(int32_t);
@@ -132,8 +145,8 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
   }
   const size_t steps = quads / kAmxStepQuads;
   for (size_t s = 0; s < steps; ++s) {
-    AmxStep<Tiles, kRowTiles, kStrips>(a + s * kAmxMaxRowBytes, lda,
-                                       b + s * kAmxStepQuads * kQGemmQuadBytes, b_strip_stride);
+    AmxStep<Tiles, kSignedA, kRowTiles, kStrips>(
+        a + s * kAmxMaxRowBytes, lda, b + s * kAmxStepQuads * kQGemmQuadBytes, b_strip_stride);
   }
   if (const size_t tail = quads - steps * kAmxStepQuads; tail != 0) {
     alignas(64) uint8_t a_tail[kAmxMr][kAmxMaxRowBytes] = {};
@@ -145,8 +158,8 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
       std::memcpy(b_tail[s], b + s * b_strip_stride + steps * kAmxStepQuads * kQGemmQuadBytes,
                   tail * kQGemmQuadBytes);
     }
-    AmxStep<Tiles, kRowTiles, kStrips>(&a_tail[0][0], kAmxMaxRowBytes, b_tail[0],
-                                       sizeof(b_tail[0]));
+    AmxStep<Tiles, kSignedA, kRowTiles, kStrips>(&a_tail[0][0], kAmxMaxRowBytes, b_tail[0],
+                                                 sizeof(b_tail[0]));
   }
   Tiles::template Store<kC00>(c, c_stride);
   if constexpr (kStrips == 2) Tiles::template Store<kC01>(c + kQGemmStripColumns, c_stride);
@@ -156,8 +169,8 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
   }
 }
 
-// QGemmUkernelFn over Tiles: rows 1..32, strips 1..2.
-template <typename Tiles>
+// QGemmUkernelFn over Tiles: rows 1..32, strips 1..2; A read as u8 (A'), or as s8 (kSignedA).
+template <typename Tiles, bool kSignedA>
 void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                size_t b_strip_stride, int strips, int32_t* c, size_t ldc, bool accumulate) {
   DMLSERVE_DCHECK(1 <= rows && rows <= kAmxMr);
@@ -166,13 +179,13 @@ void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_
   const bool two_row_tiles = rows > kAmxMaxRows;
   if (two_row_tiles) {
     if (strips == 2) {
-      AmxBlock<Tiles, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+      AmxBlock<Tiles, kSignedA, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
     } else {
-      AmxBlock<Tiles, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+      AmxBlock<Tiles, kSignedA, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
     }
   } else if (strips == 2) {
-    AmxBlock<Tiles, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+    AmxBlock<Tiles, kSignedA, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
   } else {
-    AmxBlock<Tiles, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+    AmxBlock<Tiles, kSignedA, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
   }
 }

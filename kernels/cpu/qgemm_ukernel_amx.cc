@@ -61,6 +61,10 @@ struct HardwareTiles {
   static void DotBusd() {
     __asm__ volatile("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(kC), "i"(kA), "i"(kB));
   }
+  template <int kC, int kA, int kB>
+  static void DotBssd() {
+    __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(kC), "i"(kA), "i"(kB));
+  }
 };
 
 #include "kernels/cpu/qgemm_ukernel_amx-inl.h"
@@ -68,11 +72,19 @@ struct HardwareTiles {
 }  // namespace
 
 const QGemmUkernel* AmxQGemmUkernel() {
+  static const QGemmUkernel signed_a = [] {
+    QGemmUkernel amx = {"amx_signed_a", CpuIsa::kAmx, kAmxMr, kAmxMaxStrips,
+                        &AmxKernel<HardwareTiles, true>};
+    amx.release = &AmxRelease<HardwareTiles>;
+    return amx;
+  }();
   static const QGemmUkernel kernel = [] {
-    QGemmUkernel amx = {"amx", CpuIsa::kAmx, kAmxMr, kAmxMaxStrips, &AmxKernel<HardwareTiles>};
+    QGemmUkernel amx = {"amx", CpuIsa::kAmx, kAmxMr, kAmxMaxStrips,
+                        &AmxKernel<HardwareTiles, false>};
     amx.few_rows = Avx512VnniQGemmUkernel();
     amx.min_rows = kQGemmAmxMinRows;
     amx.release = &AmxRelease<HardwareTiles>;
+    amx.signed_a = &signed_a;
     return amx;
   }();
   return &kernel;

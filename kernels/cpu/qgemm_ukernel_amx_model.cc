@@ -19,10 +19,17 @@ namespace {
 }  // namespace
 
 const QGemmUkernel* AmxModelQGemmUkernel() {
+  static const QGemmUkernel signed_a = [] {
+    QGemmUkernel model = {"amx_model_signed_a", CpuIsa::kGeneric, kAmxMr, kAmxMaxStrips,
+                          &AmxKernel<AmxTileModel, true>};
+    model.release = &AmxRelease<AmxTileModel>;
+    return model;
+  }();
   static const QGemmUkernel kernel = [] {
     QGemmUkernel model = {"amx_model", CpuIsa::kGeneric, kAmxMr, kAmxMaxStrips,
-                          &AmxKernel<AmxTileModel>};
+                          &AmxKernel<AmxTileModel, false>};
     model.release = &AmxRelease<AmxTileModel>;
+    model.signed_a = &signed_a;
     return model;
   }();
   return &kernel;

@@ -154,8 +154,11 @@ std::vector<ARowSource> ARows(const std::vector<RowJob>& jobs, size_t first, siz
   return rows;
 }
 
-// za' of a row: its zero point shifted like A' (see qgemm_ukernel.h).
-int32_t ShiftedZeroPoint(const RowJob& job) { return job.a_zero_point + (job.a_signed ? 128 : 0); }
+// za' of a row: its zero point shifted like A' (see qgemm_ukernel.h), unless
+// an INT8 A is read as is (PackedA::raw_signed).
+int32_t ShiftedZeroPoint(const RowJob& job, const PackedA& a) {
+  return job.a_zero_point + (job.a_signed && !a.raw_signed ? 128 : 0);
+}
 
 // B as one task sees it: either fully packed, or packed panel by panel from
 // the request's bytes (`packed` null).
@@ -285,7 +288,9 @@ TaskRowSums SumTaskRows(const GemmTask& task, size_t ldc, TaskScratch& scratch) 
     int32_t* summed = scratch.row_sums.Get<int32_t>(task.rows);
     for (size_t i = 0; i < task.rows; ++i) {
       const size_t block = (task.row0 + i) / kernel.mr * kernel.mr;
-      summed[i] = SumBytes(a.rows(block) + (task.row0 + i - block) * a.stride, a.k, *task.cpu);
+      const uint8_t* row = a.rows(block) + (task.row0 + i - block) * a.stride;
+      summed[i] =
+          a.raw_signed ? SumSignedBytes(row, a.k, *task.cpu) : SumBytes(row, a.k, *task.cpu);
     }
     sums.summed = summed;
   }
@@ -299,8 +304,9 @@ TaskRowSums SumTaskRows(const GemmTask& task, size_t ldc, TaskScratch& scratch) 
 void MultiplyIntoTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile, size_t ldc,
                       int32_t* column_sums) {
   const CpuKernels& cpu = *task.cpu;
-  const QGemmUkernel& kernel = *task.kernel;
   const PackedA& a = *task.a;
+  // An INT8 A read as is goes to the kernel's variant for it (PackA chose so).
+  const QGemmUkernel& kernel = a.raw_signed ? *task.kernel->signed_a : *task.kernel;
   const BOperand& b = *task.b;
   const size_t row0 = task.row0, rows = task.rows;
   const size_t strips = ldc / kQGemmStripColumns;
@@ -403,8 +409,8 @@ void RequantizeTile(const GemmTask& task, TaskScratch& scratch, const int32_t* t
       output_scale = job.output_scale;
       cpu.compute_multipliers(a_scale, output_scale, column_scales, columns, multipliers);
     }
-    if (i == 0 || !uniform_zero_point || ShiftedZeroPoint(job) != a_zero_point) {
-      a_zero_point = ShiftedZeroPoint(job);
+    if (i == 0 || !uniform_zero_point || ShiftedZeroPoint(job, *task.a) != a_zero_point) {
+      a_zero_point = ShiftedZeroPoint(job, *task.a);
       ComputeColumnOffsets(a_zero_point, corrections, uniform_zero_point ? nullptr : zero_points,
                            row_sum, columns, column_offsets);
     }
@@ -510,7 +516,7 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
               static_cast<size_t>(std::min<uint64_t>(kMaxRowsPerChunk, total_rows - chunk0)), rows);
     // A used in place needs no panels; a copy is made a panel at a time.
     const size_t panel_rows =
-        !kernel.wide_a && PacksAInPlace(ARows(rows, 0, rows.size()), k)
+        PacksAInPlace(ARows(rows, 0, rows.size()), k, kernel)
             ? rows.size()
             : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * QGemmAQuadBytes(kernel)) /
                                               kRowBlock * kRowBlock);

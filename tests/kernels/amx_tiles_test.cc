@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "tests/reference/reference.h"
@@ -31,7 +32,7 @@ TileConfig Config(std::initializer_list<std::tuple<int, int, int>> tiles) {
   return config;
 }
 
-// TDPBUSD over partial shapes (rows < 16, fewer than 16 dwords of depth and
+// TDPBUSD and TDPBSSD over partial shapes (rows < 16, fewer than 16 dwords of depth and
 // columns), from memory with strides, against the SDM's definition computed
 // here; a load reads only the configured rows and bytes (the buffers end
 // there: ASan catches more), and a store writes only them.
@@ -49,27 +50,34 @@ TEST(AmxTileModelTest, DotProductFollowsTheDefinition) {
     a[0] = b[0] = 0;  // and extremes
     a[1] = 255;
     b[1] = -128;
-    AmxTileModel::LoadConfig(Config({{0, m, 4 * n}, {1, m, 4 * depth}, {2, depth, 4 * n}}));
-    AmxTileModel::LoadTile(0, c_in.data(), c_stride);
-    AmxTileModel::LoadTile(1, a.data(), a_stride);
-    AmxTileModel::LoadTile(2, b.data(), b_stride);
-    AmxTileModel::DotProductBusd(0, 1, 2);
-    std::vector<int32_t> got(c_in.size(), 77);
-    AmxTileModel::StoreTile(0, got.data(), c_stride);
-    AmxTileModel::Release();
-    EXPECT_FALSE(AmxTileModel::Configured());
-    std::vector<int32_t> want(c_in.size(), 77);
-    for (int i = 0; i < m; ++i) {
-      for (int j = 0; j < n; ++j) {
-        uint32_t sum = static_cast<uint32_t>(c_in[i * c_stride / 4 + j]);
-        for (int k = 0; k < 4 * depth; ++k) {
-          sum += static_cast<uint32_t>(int32_t{a[i * a_stride + k]} *
-                                       int32_t{b[(k / 4) * b_stride + 4 * j + k % 4]});
-        }
-        want[i * c_stride / 4 + j] = static_cast<int32_t>(sum);
+    for (bool signed_a : {false, true}) {
+      AmxTileModel::LoadConfig(Config({{0, m, 4 * n}, {1, m, 4 * depth}, {2, depth, 4 * n}}));
+      AmxTileModel::LoadTile(0, c_in.data(), c_stride);
+      AmxTileModel::LoadTile(1, a.data(), a_stride);
+      AmxTileModel::LoadTile(2, b.data(), b_stride);
+      if (signed_a) {
+        AmxTileModel::DotProductBssd(0, 1, 2);
+      } else {
+        AmxTileModel::DotProductBusd(0, 1, 2);
       }
+      std::vector<int32_t> got(c_in.size(), 77);
+      AmxTileModel::StoreTile(0, got.data(), c_stride);
+      AmxTileModel::Release();
+      EXPECT_FALSE(AmxTileModel::Configured());
+      std::vector<int32_t> want(c_in.size(), 77);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          uint32_t sum = static_cast<uint32_t>(c_in[i * c_stride / 4 + j]);
+          for (int k = 0; k < 4 * depth; ++k) {
+            const uint8_t byte = a[i * a_stride + k];
+            const int32_t x = signed_a ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte};
+            sum += static_cast<uint32_t>(x * int32_t{b[(k / 4) * b_stride + 4 * j + k % 4]});
+          }
+          want[i * c_stride / 4 + j] = static_cast<int32_t>(sum);
+        }
+      }
+      EXPECT_EQ(got, want) << m << "x" << depth << "x" << n << (signed_a ? " tdpbssd" : " tdpbusd");
     }
-    EXPECT_EQ(got, want) << m << "x" << depth << "x" << n;
   }
 }
 
@@ -129,6 +137,33 @@ TEST(AmxLevelTest, FewRowsGoToTheVectorKernel) {
     EXPECT_EQ(amx->mr, tiles.mr);
     EXPECT_EQ(amx->max_strips, tiles.max_strips);
   }
+}
+
+// On the tiles an INT8 A, like a UINT8 one, is read in place (the signed_a
+// kernel multiplies it as it is): PackA copies neither, and sums the INT8
+// rows as signed values; the vector levels copy it shifted, as before.
+TEST(AmxLevelTest, Int8AIsReadInPlace) {
+  constexpr size_t kRows = 40, kK = 100;
+  std::vector<uint8_t> bytes(kRows * kK);
+  std::mt19937 rng(9);
+  for (uint8_t& v : bytes) v = static_cast<uint8_t>(rng());
+  std::vector<ARowSource> rows(kRows);
+  for (size_t i = 0; i < kRows; ++i) rows[i] = {bytes.data() + i * kK, /*is_signed=*/true};
+  const CpuKernels& tiles = AmxModelCpuKernels();
+  PackedA packed;
+  PackA(rows, kK, *tiles.qgemm, tiles, /*sums=*/true, packed);
+  EXPECT_TRUE(packed.raw_signed);
+  EXPECT_EQ(packed.rows(0), bytes.data());
+  for (size_t i = 0; i < kRows; ++i) {
+    int32_t want = 0;
+    for (size_t k = 0; k < kK; ++k) want += static_cast<int8_t>(bytes[i * kK + k]);
+    ASSERT_EQ(packed.row_sums[i], want) << i;
+  }
+  const CpuKernels& vnni = CpuKernelsFor(CpuIsa::kAvx512Vnni);
+  PackedA copied;
+  PackA(rows, kK, *vnni.qgemm, vnni, /*sums=*/true, copied);
+  EXPECT_FALSE(copied.raw_signed);
+  EXPECT_NE(copied.rows(0), bytes.data());
 }
 
 // A product on the tiles leaves the thread's tiles released (the driver ends

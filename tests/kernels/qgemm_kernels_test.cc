@@ -94,8 +94,8 @@ TEST(QGemmUkernelTest, ContractsAreChecked) {
   std::vector<const QGemmUkernel*> kernels;
   for (const CpuKernels* table : TablesUnderTest()) {
     const QGemmUkernel& level = *table->qgemm;
-    for (const QGemmUkernel* kernel :
-         {&level, level.seven_bit_b, level.one_strip, level.many_rows, level.few_rows}) {
+    for (const QGemmUkernel* kernel : {&level, level.seven_bit_b, level.one_strip, level.many_rows,
+                                       level.few_rows, level.signed_a}) {
       if (kernel != nullptr) kernels.push_back(kernel);
     }
   }
@@ -211,6 +211,60 @@ TEST(QGemmUkernelTest, EverySimdKernelMatchesThePortableOne) {
       }
     }
   }
+}
+
+// A kernel's signed_a variant (the tiles' TDPBSSD) reads A as int8 values as
+// they are: it writes sum over k of A[i][k] * B'[k][j] with both signed, for
+// every row and strip count, overwriting and accumulating, extremes included.
+TEST(QGemmUkernelTest, SignedAVariantsMultiplyInt8ByInt8) {
+  std::mt19937 rng(12);
+  int checked = 0;
+  for (const QGemmUkernel* level : SimdUkernels()) {
+    const QGemmUkernel* kernel = level->signed_a;
+    if (kernel == nullptr) continue;
+    ASSERT_EQ(kernel->mr, level->mr);
+    ASSERT_EQ(kernel->max_strips, level->max_strips);
+    for (size_t quads : {size_t{1}, size_t{17}, size_t{64}, size_t{301}}) {
+      const size_t lda = quads * 4 + 12;
+      const size_t strip_stride = quads * kQGemmQuadBytes + 64;
+      std::vector<uint8_t> a(kernel->mr * lda);
+      std::vector<int8_t> b(kernel->max_strips * strip_stride);
+      for (uint8_t& v : a) v = static_cast<uint8_t>(rng());
+      for (int8_t& v : b) v = static_cast<int8_t>(rng());
+      for (int r = 0; r < 4; ++r) {  // (-128) * (-128) four times: 65536
+        a[r] = 0x80;
+        b[r] = -128;
+      }
+      for (int rows : {1, 2, 16, 17, kernel->mr}) {
+        for (int strips = 1; strips <= kernel->max_strips; ++strips) {
+          for (bool accumulate : {false, true}) {
+            const size_t ldc = strips * kQGemmStripColumns + 5;
+            std::vector<int32_t> want(kernel->mr * ldc, 7), got(kernel->mr * ldc, 7);
+            for (int i = 0; i < rows; ++i) {
+              for (size_t j = 0; j < strips * kQGemmStripColumns; ++j) {
+                uint32_t sum = accumulate ? 7u : 0u;
+                for (size_t k = 0; k < 4 * quads; ++k) {
+                  const int8_t* strip = b.data() + (j / kQGemmStripColumns) * strip_stride;
+                  sum += static_cast<uint32_t>(
+                      int32_t{static_cast<int8_t>(a[i * lda + k])} *
+                      int32_t{
+                          strip[(k / 4) * kQGemmQuadBytes + (j % kQGemmStripColumns) * 4 + k % 4]});
+                }
+                want[i * ldc + j] = static_cast<int32_t>(sum);
+              }
+            }
+            kernel->fn(quads, a.data(), lda, rows, b.data(), strip_stride, strips, got.data(), ldc,
+                       accumulate);
+            if (kernel->release != nullptr) kernel->release();
+            ASSERT_EQ(got, want) << kernel->name << " quads=" << quads << " rows=" << rows
+                                 << " strips=" << strips << " accumulate=" << accumulate;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);  // the model's, at least
 }
 
 // Every narrow path (one strip, B rearranged into quad groups) writes exactly
