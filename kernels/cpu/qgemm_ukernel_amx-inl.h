@@ -21,11 +21,11 @@
 //
 // Blocking: 2 x 2 accumulator tiles (32 rows x 32 columns) with 2 A and 2 B tiles, all 8 tiles.
 // Each 16-quad step loads 4 tiles (4 KiB) and issues 4 TDPBUSD (64 Ki multiply-adds): each A tile
-// feeds 2 products and each B tile 2, so the loads, which share the load ports with nothing else,
-// keep up with the TMUL unit (16 cycles per TDPBUSD; a TILELOADD of 16 lines from L1/L2 takes
-// about 8). One accumulator pair per A tile would load twice the bytes per product. The
-// accumulators stay in tiles across the whole depth block the driver gives a call (up to
-// kDepthBlock, 512 quads: 32 steps), and C is read and written once per call.
+// feeds 2 products and each B tile 2: 1 KiB loaded per TDPBUSD (16 cycles each on Sapphire
+// Rapids). One accumulator per A tile would load twice the bytes per product. The accumulators stay
+// in tiles across the whole depth block the driver gives a call (up to kDepthBlock, 512 quads: 32
+// steps), and C is read and written once per call. (How close this comes to the tile limit is for
+// an AMX machine to measure: docs/benchmarks.md.)
 //
 // Edges:
 //   - Rows: the configuration is made for the block's row count (1..32): the upper A and C
