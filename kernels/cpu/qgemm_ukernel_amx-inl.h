@@ -189,3 +189,21 @@ void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_
     AmxBlock<Tiles, kSignedA, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
   }
 }
+
+// The kernel over Tiles, as a table holds it, with its signed_a variant, which kernel.signed_a
+// points to inside the same object: made once, never copied, never destroyed (kernels may run
+// while the process exits, as the tables' comment in cpu_kernels.cc says).
+template <typename Tiles>
+struct AmxKernels {
+  AmxKernels(const char* name, const char* signed_a_name, CpuIsa isa) {
+    kernel = {name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, false>};
+    signed_a = {signed_a_name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, true>};
+    kernel.release = signed_a.release = &AmxRelease<Tiles>;
+    kernel.signed_a = &signed_a;
+  }
+  AmxKernels(const AmxKernels&) = delete;
+  AmxKernels& operator=(const AmxKernels&) = delete;
+
+  QGemmUkernel kernel;
+  QGemmUkernel signed_a;
+};

@@ -72,22 +72,13 @@ struct HardwareTiles {
 }  // namespace
 
 const QGemmUkernel* AmxQGemmUkernel() {
-  static const QGemmUkernel signed_a = [] {
-    QGemmUkernel amx = {"amx_signed_a", CpuIsa::kAmx, kAmxMr, kAmxMaxStrips,
-                        &AmxKernel<HardwareTiles, true>};
-    amx.release = &AmxRelease<HardwareTiles>;
-    return amx;
+  static AmxKernels<HardwareTiles>* const amx = [] {
+    auto* kernels = new AmxKernels<HardwareTiles>("amx", "amx_signed_a", CpuIsa::kAmx);
+    kernels->kernel.few_rows = Avx512VnniQGemmUkernel();
+    kernels->kernel.min_rows = kQGemmAmxMinRows;
+    return kernels;
   }();
-  static const QGemmUkernel kernel = [] {
-    QGemmUkernel amx = {"amx", CpuIsa::kAmx, kAmxMr, kAmxMaxStrips,
-                        &AmxKernel<HardwareTiles, false>};
-    amx.few_rows = Avx512VnniQGemmUkernel();
-    amx.min_rows = kQGemmAmxMinRows;
-    amx.release = &AmxRelease<HardwareTiles>;
-    amx.signed_a = &signed_a;
-    return amx;
-  }();
-  return &kernel;
+  return &amx->kernel;
 }
 
 #else

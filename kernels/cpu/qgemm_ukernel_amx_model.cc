@@ -19,20 +19,9 @@ namespace {
 }  // namespace
 
 const QGemmUkernel* AmxModelQGemmUkernel() {
-  static const QGemmUkernel signed_a = [] {
-    QGemmUkernel model = {"amx_model_signed_a", CpuIsa::kGeneric, kAmxMr, kAmxMaxStrips,
-                          &AmxKernel<AmxTileModel, true>};
-    model.release = &AmxRelease<AmxTileModel>;
-    return model;
-  }();
-  static const QGemmUkernel kernel = [] {
-    QGemmUkernel model = {"amx_model", CpuIsa::kGeneric, kAmxMr, kAmxMaxStrips,
-                          &AmxKernel<AmxTileModel, false>};
-    model.release = &AmxRelease<AmxTileModel>;
-    model.signed_a = &signed_a;
-    return model;
-  }();
-  return &kernel;
+  static const AmxKernels<AmxTileModel>* const model =
+      new AmxKernels<AmxTileModel>("amx_model", "amx_model_signed_a", CpuIsa::kGeneric);
+  return &model->kernel;
 }
 
 }  // namespace dmlserve
