@@ -92,4 +92,14 @@ absl::Status Calibrate(Device& device, CostModel& model) {
   return absl::OkStatus();
 }
 
+void CalibratePool(DevicePool& pool) {
+  if (pool.placement() != Placement::kCost || pool.size() < 2) return;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    DevicePool::Slot& slot = pool.at(i);
+    if (absl::Status calibrated = Calibrate(*slot.device, slot.cost); !calibrated.ok()) {
+      pool.MarkFailed(slot, calibrated);
+    }
+  }
+}
+
 }  // namespace dmlserve

@@ -13,12 +13,20 @@
 #include "absl/status/status.h"
 #include "kernels/backend/device.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/device_pool.h"
 
 namespace dmlserve {
 
 // Seeds `model` for every operator `device` supports. A failed batch fails
 // the calibration (the device is not fit to serve).
 absl::Status Calibrate(Device& device, CostModel& model);
+
+// With Placement::kCost among several devices, calibrates each device of
+// `pool` in turn (call it before any worker runs, so that each has its
+// device to itself). A device whose calibration fails is not fit to serve:
+// it is out of rotation from the start, and probed as any failed device.
+// Does nothing otherwise (one device, or no placement by cost).
+void CalibratePool(DevicePool& pool);
 
 }  // namespace dmlserve
 

@@ -35,6 +35,30 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<Device>> primary,
   if (slots_.empty()) last_failure_ = "no devices configured";
 }
 
+uint64_t DevicePool::MostWorkingBytes(const Operation& operation) const {
+  uint64_t most = 0;
+  for (const auto& slot : slots_) most = std::max(most, slot->device->WorkingBytes(operation));
+  return most;
+}
+
+void DevicePool::Evict(absl::string_view registered_id) const {
+  for (const auto& slot : slots_) slot->device->Evict(registered_id);
+}
+
+std::vector<DeviceStatus> DevicePool::Statuses(absl::Time now) const {
+  std::vector<DeviceStatus> statuses;
+  for (const auto& slot : slots_) {
+    DeviceStatus& status = statuses.emplace_back();
+    status.description = slot->device->description();
+    status.healthy = slot->healthy;
+    status.fallback = slot->fallback;
+    for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+      status.costs[kind] = slot->cost.LineAt(static_cast<OperatorKind>(kind), now);
+    }
+  }
+  return statuses;
+}
+
 bool DevicePool::Serves(const Slot& slot) const {
   if (uniform_) return slot.healthy && (!slot.fallback || healthy_primary_ == 0);
   return ServedBy(slot).any();

@@ -41,12 +41,15 @@
 // Not thread-safe: the scheduler guards it with its mutex, which its condition
 // variables wait on.
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
@@ -56,6 +59,18 @@
 namespace dmlserve {
 
 enum class Placement { kLeastLoaded, kCost };
+
+struct DeviceStatus {
+  DeviceDescription description;
+  bool healthy = true;
+  bool fallback = false;
+  // What a batch of each operator is estimated to cost there (indexed by
+  // OperatorKind): learned from every batch, and calibrated at start-up
+  // with Placement::kCost, which places batches by it.
+  std::array<CostLine, kOperatorKindCount> costs;
+  uint64_t memory_bytes = 0;
+  uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
+};
 
 class DevicePool {
  public:
@@ -93,6 +108,18 @@ class DevicePool {
   size_t size() const { return slots_.size(); }
   Slot& at(size_t index) { return *slots_[index]; }
   const Slot& at(size_t index) const { return *slots_[index]; }
+
+  // The devices are fixed at construction, so these two need no lock:
+  // The most memory any device needs to run `operation` beyond its operands
+  // and output (Device::WorkingBytes).
+  uint64_t MostWorkingBytes(const Operation& operation) const;
+  // Drops every device's resident copy of a released registered tensor.
+  void Evict(absl::string_view registered_id) const;
+
+  // Each device's health, role and cost estimates at `now`; memory is left
+  // to the caller, to read outside the lock (a device counts it under its
+  // own locks).
+  std::vector<DeviceStatus> Statuses(absl::Time now) const;
 
   // Whether `slot` takes work at all.
   bool Serves(const Slot& slot) const;

@@ -1,38 +1,53 @@
 #ifndef DMLSERVE_SCHEDULER_SCHEDULER_H_
 #define DMLSERVE_SCHEDULER_SCHEDULER_H_
 
-// The dynamic batch scheduler: admission, and the glue between its parts.
+// The dynamic batch scheduler: admission, threads and failure handling, and
+// the glue between its parts.
 //
 //  - batch_queue.h (the batching policy): jobs grouped by compatibility key
 //    (compatibility_key.h) into batches; an idle device takes the oldest at
 //    once, a busy device with room only a full or max_queue_delay-old one.
+//  - dispatch_policy.h (the latency policy): whether an arriving job runs on
+//    its own thread, waits in the queue (and whom to wake) or is held for
+//    company, and which batch a device takes; clocked from outside
+//    (clock.h).
 //  - device_pool.h (placement and health): which devices serve, which takes
-//    the next batch (least loaded), which worker to wake, and probing a
-//    failed device until it recovers.
+//    the next batch (least loaded, or where it finishes first by each
+//    device's cost_model.h, seeded by calibration.h), which worker to wake,
+//    and probing a failed device until it recovers.
+//  - failover.h: where the jobs of a batch go when its device fails.
 //  - here: Submit (admission bounded by max_queue; a cheap job on an idle
 //    device runs on the submitting thread, see Device::MayRunOnCallerThread,
 //    and so does a held batch, on the thread of the job that ends its hold),
 //    one worker thread per device slot pulling batches, one function that
 //    runs a batch and answers its jobs wherever it runs (RunAndFinish),
-//    device failures (the batch runs again elsewhere), cancellation and
-//    shutdown.
+//    device failures, cancellation and shutdown.
 //
 // A device prefers batches whose registered tensors are resident on it
 // (BatchQueue::Take); EvictTensor forwards registry releases to every device.
 
-#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
+#include "scheduler/batch.h"
+#include "scheduler/batch_execution.h"
 #include "scheduler/batch_limits.h"
+#include "scheduler/batch_queue.h"
 #include "scheduler/clock.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/device_pool.h"
+#include "scheduler/dispatch_policy.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
@@ -77,19 +92,7 @@ struct SchedulerOptions {
   Placement placement = Placement::kLeastLoaded;
 };
 
-struct DeviceStatus {
-  DeviceDescription description;
-  bool healthy = true;
-  bool fallback = false;
-  // What a batch of each operator is estimated to cost there (indexed by
-  // OperatorKind): learned from every batch, and calibrated at start-up
-  // with Placement::kCost, which places batches by it.
-  std::array<CostLine, kOperatorKindCount> costs;
-  uint64_t memory_bytes = 0;
-  uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
-};
-
-class Scheduler {
+class Scheduler : private JobCancellationListener {
  public:
   // `devices` must not be empty. `observer` may be null; it must outlive the
   // scheduler. `fallback_devices` (e.g. the CPU behind GPUs) take work only
@@ -99,7 +102,7 @@ class Scheduler {
   Scheduler(const SchedulerOptions& options, std::vector<std::unique_ptr<Device>> devices,
             SchedulerObserver* observer,
             std::vector<std::unique_ptr<Device>> fallback_devices = {});
-  ~Scheduler();  // Shutdown()
+  ~Scheduler() override;  // Shutdown()
 
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -124,11 +127,70 @@ class Scheduler {
   void EvictTensor(absl::string_view registered_id);
 
   std::vector<DeviceStatus> devices() const;
-  const SchedulerOptions& options() const;
+  const SchedulerOptions& options() const { return options_; }
 
  private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
+  using Slot = DevicePool::Slot;
+
+  void WorkerLoop(Slot* slot);
+  // kCost: when a batch of `units` of `kind` started at `now` on `slot` is
+  // estimated to end.
+  absl::Time EstimatedEnd(const Slot& slot, OperatorKind kind, double units, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `batch` on the submitting thread, on `slot` claimed for it, then
+  // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
+  // while it ran: they fuse as they would on a worker, without a hand-off.
+  // `busy`: the load signal when `batch` was taken
+  // (DispatchPolicy::under_load), passed to the device as a BusyCoresScope.
+  void RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy);
+  // The one way a batch runs, on a worker or a submitting thread: runs
+  // `batch` on `slot` (claimed for it by TakeLocked or Submit) outside the
+  // lock, gives the device back (FinishBatchLocked), reports a device it
+  // took out of rotation, completes what did not run, then delivers the
+  // answers. `busy`: the load signal, passed to the device as a
+  // BusyCoresScope. Returns false when the device failed (the batch's jobs
+  // were requeued, or failed when no device is left).
+  bool RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the batch `slot` should run next, or null; `accept` may refuse a
+  // batch. Completes its expired and cancelled jobs into `unrun` (null
+  // when none is left) and counts it as running on `slot`.
+  std::unique_ptr<Batch> TakeLocked(Slot* slot, absl::Time now,
+                                    absl::FunctionRef<bool(const Batch&)> accept,
+                                    std::vector<UnrunJob>& unrun)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Delivers `answers` of a batch that ran (FinishBatchLocked counted them in
+  // delivering_), outside the lock.
+  void DeliverAnswers(std::vector<Answer>& answers);
+  // Accounts for a batch that left `slot` (ran, or failed with `failure`:
+  // then takes the device out and hands the batch to FailOver). Returns
+  // whether this call took the device out.
+  bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
+                         std::vector<UnrunJob>& unrun) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a cancelled job that still waits (JobCancellationListener).
+  void OnJobCancelled(Job& job) override;
+  void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reports the latest depth; never under mu_, so an observer may call back.
+  void ReportDepth();
+
+  const SchedulerOptions options_;
+  SchedulerObserver* const observer_;
+  const Clock* const clock_;
+  const Placement pool_placement_;  // pool_.placement(), read without the lock
+
+  mutable absl::Mutex mu_;
+  BatchQueue queue_ ABSL_GUARDED_BY(mu_);
+  DevicePool pool_ ABSL_GUARDED_BY(mu_);
+  DispatchPolicy policy_ ABSL_GUARDED_BY(mu_);
+  // Runs whose answers are not yet delivered (Run to DeliverAnswers):
+  // shutdown waits for them too.
+  int delivering_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Written under mu_, read by ReportDepth.
+  std::atomic<int> depth_{0};
+  absl::Mutex report_mu_;
+
+  std::vector<std::thread> threads_;
+  std::once_flag shutdown_once_;
 };
 
 }  // namespace dmlserve
