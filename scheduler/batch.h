@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/time/time.h"
 #include "kernels/core/check.h"
 #include "scheduler/compatibility_key.h"
@@ -20,10 +21,12 @@ struct Batch {
   explicit Batch(CompatibilityKey key) : key(std::move(key)) {}
 
   CompatibilityKey key;
-  std::vector<std::shared_ptr<Job>> jobs;
+  // Inline room for one job: a lone job (most batches at low load) costs no
+  // allocation beyond its Batch.
+  absl::InlinedVector<std::shared_ptr<Job>, 1> jobs;
   // Each job's own bytes: its operands and output, without those the batch
   // shares (SharedOperandBytes), which it holds once however many jobs it has.
-  std::vector<uint64_t> job_bytes;
+  absl::InlinedVector<uint64_t, 1> job_bytes;
   uint64_t bytes = 0;  // the sum of job_bytes
   // The enqueue time of the oldest job: the batch's age, which orders batches
   // and starts its queue-delay clock.

@@ -20,7 +20,7 @@ void CompleteUnrun(std::vector<UnrunJob>& jobs) {
   jobs.clear();
 }
 
-void Deliver(std::vector<Answer>& answers) {
+void Deliver(Answers& answers) {
   for (Answer& answer : answers) {
     if (answer.done) answer.done(std::move(answer.result));
   }
@@ -38,7 +38,7 @@ void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<UnrunJob>& unrun) 
 }
 
 absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* observer,
-                          std::vector<Answer>& answers) {
+                          Answers& answers) {
   // Checked again right before the device starts: a job cancelled or expired
   // since its batch formed is still not computed.
   std::vector<UnrunJob> dead;
@@ -52,7 +52,7 @@ absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* obser
   DMLSERVE_DCHECK(batch.jobs.size() == batch.job_bytes.size());
   const int size = static_cast<int>(batch.jobs.size());
   const absl::Time start = absl::Now();
-  std::vector<WorkItem> items(batch.jobs.size());
+  absl::InlinedVector<WorkItem, 1> items(batch.jobs.size());
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     Job& job = *batch.jobs[i];
     items[i].operation = &job.operation;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -39,11 +40,14 @@ struct Answer {
   JobResult result;
 };
 
+// A batch's answers, inline for a lone job.
+using Answers = absl::InlinedVector<Answer, 1>;
+
 // Calls each job's callback with its status; clears `jobs`.
 void CompleteUnrun(std::vector<UnrunJob>& jobs);
 
 // Calls each answer's callback with its result; clears `answers`.
-void Deliver(std::vector<Answer>& answers);
+void Deliver(Answers& answers);
 
 // Moves the jobs of `batch` that are cancelled or past their deadline at
 // `now` into `unrun`, with the status each reports (CANCELLED or
@@ -62,7 +66,7 @@ void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<UnrunJob>& unrun);
 // jobs stay in `batch` to run elsewhere. An empty batch (every job died) is
 // OK with no answers.
 absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* observer,
-                          std::vector<Answer>& answers);
+                          Answers& answers);
 
 }  // namespace dmlserve
 

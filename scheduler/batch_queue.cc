@@ -103,6 +103,16 @@ bool BatchQueue::HasRunnable(absl::Time now, bool idle, std::optional<OperatorSe
   return open_.size() > 1 || !holding(now);
 }
 
+const Batch* BatchQueue::Next(absl::Time now) const {
+  const Batch* first = closed_.empty() ? nullptr : closed_.front().get();
+  for (const auto& batch : open_) {
+    if (batch.get() == held_ && !HoldOver(*held_, now)) continue;
+    if (first == nullptr || RunsBefore(*batch, *first)) first = batch.get();
+    break;  // open batches are in age order
+  }
+  return first;
+}
+
 std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device,
                                         absl::FunctionRef<bool(const Batch&)> accept) {
   // The oldest few runnable batches of each list. Open batches are in

@@ -77,6 +77,12 @@ class BatchQueue {
   // a subset of them; O(batches) rather than O(1)).
   bool HasRunnable(absl::Time now, bool idle, std::optional<OperatorSet> only = {}) const;
 
+  // The batch that runs first among those an idle device may start now
+  // (a requeued or closed one, else the oldest open batch not held), without
+  // the residency preference Take applies; null when none. It stays valid
+  // until the queue changes.
+  const Batch* Next(absl::Time now) const;
+
   // Removes and returns the batch `device` should run next among those
   // `accept` agrees to, or null. Clears waiting_in of its jobs.
   std::unique_ptr<Batch> Take(absl::Time now, bool idle, const Device& device,

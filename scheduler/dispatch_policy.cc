@@ -56,6 +56,14 @@ DispatchPolicy::AfterQueue DispatchPolicy::Queued(const Arrival& arrival, bool w
                                                               : AfterQueue::kNothing;
 }
 
+DevicePool::Slot* DispatchPolicy::WakeTarget(absl::Time now, const BatchQueue& queue,
+                                             DevicePool& pool) const {
+  if (pool.placement() != Placement::kCost) return nullptr;
+  const Batch* next = queue.Next(now);
+  if (next == nullptr) return nullptr;
+  return pool.Best(next->key.kind(), BatchWorkUnits(*next), now);
+}
+
 bool DispatchPolicy::WakeAfterCallerBatch(const DevicePool::Slot& slot, bool continues,
                                           absl::Time now, const BatchQueue& queue,
                                           const DevicePool& pool) const {

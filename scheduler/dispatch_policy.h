@@ -81,7 +81,7 @@ class DispatchPolicy {
   // (HasRunnable(now, false)) describe the queue before the job.
   enum class AfterQueue {
     kNothing,
-    kWakeOne,   // DevicePool::WakeOne(true)
+    kWakeOne,   // DevicePool::WakeOne(true, arrival.preferred)
     kTakeHere,  // take a cheap batch for arrival.idle and run it here
   };
   AfterQueue Queued(const Arrival& arrival, bool was_empty, bool was_runnable_for_busy,
@@ -95,6 +95,12 @@ class DispatchPolicy {
   std::unique_ptr<Batch> Take(DevicePool::Slot& slot, absl::Time now,
                               absl::FunctionRef<bool(const Batch&)> accept, BatchQueue& queue,
                               DevicePool& pool) const;
+
+  // Whom to wake for what waits: with Placement::kCost, the device where
+  // the batch that runs next (BatchQueue::Next) finishes first, so that a
+  // device that would only decline it (a GPU for a tiny batch) sleeps on;
+  // null otherwise, and when nothing waits (DevicePool::WakeOne's own rule).
+  DevicePool::Slot* WakeTarget(absl::Time now, const BatchQueue& queue, DevicePool& pool) const;
 
   // After a submitting thread ran a batch on `slot`: whether to wake a
   // worker for what waits. `continues`: it takes another batch itself.

@@ -14,6 +14,10 @@
 #include "scheduler/calibration.h"
 #include "scheduler/failover.h"
 
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
 namespace dmlserve {
 namespace {
 
@@ -34,6 +38,18 @@ auto CheapOn(const Device& device) {
     }
     return true;
   };
+}
+
+// Names a worker thread after its device ("cpu:0 worker"), so that top -H,
+// gdb and /proc/PID/task show which device's workers spend the time. Linux
+// keeps 15 bytes of a name.
+void NameWorkerThread(const Device& device) {
+#if defined(__linux__)
+  const std::string name = absl::StrCat(device.description().name, " worker").substr(0, 15);
+  pthread_setname_np(pthread_self(), name.c_str());
+#else
+  (void)device;
+#endif
 }
 
 }  // namespace
@@ -125,7 +141,8 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) {
     case DispatchPolicy::AfterQueue::kTakeHere:
       batch = TakeLocked(arrival.idle, now, CheapOn(*arrival.idle->device), unrun);
       if (batch != nullptr) policy_.CallerLoopBegins();
-      if (!queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+      if (!queue_.empty())
+        pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
       break;
   }
   const bool busy = policy_.under_load();
@@ -162,6 +179,7 @@ void Scheduler::ReportDepth() {
 }
 
 void Scheduler::WorkerLoop(Slot* slot) {
+  NameWorkerThread(*slot->device);
   std::vector<UnrunJob> unrun;
   uint64_t holds_seen = 0;
   mu_.Lock();
@@ -190,7 +208,9 @@ void Scheduler::WorkerLoop(Slot* slot) {
     }
     // More waits: let another device (or another worker of this one) take it
     // or arm its due time; wakes chain one by one.
-    if (batch != nullptr && !queue_.empty()) pool_.WakeOne(/*busy_may_take=*/true);
+    if (batch != nullptr && !queue_.empty()) {
+      pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
+    }
     mu_.Unlock();
 
     ReportDepth();
@@ -232,7 +252,7 @@ void Scheduler::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
       busy = policy_.under_load();
       if (batch == nullptr) policy_.CallerLoopEnds();
       if (policy_.WakeAfterCallerBatch(*slot, batch != nullptr, now, queue_, pool_)) {
-        pool_.WakeOne(/*busy_may_take=*/true);
+        pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
       }
     }
     ReportDepth();
@@ -241,7 +261,7 @@ void Scheduler::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
 }
 
 bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
-  std::vector<Answer> answers;
+  Answers answers;
   absl::Status failure;
   // What the device's cost model learns from (before the jobs' operations
   // are handed to their answers). Every placement learns, so that the
@@ -282,7 +302,7 @@ bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy
   return failure.ok();
 }
 
-void Scheduler::DeliverAnswers(std::vector<Answer>& answers) {
+void Scheduler::DeliverAnswers(Answers& answers) {
   Deliver(answers);
   absl::MutexLock lock(&mu_);
   DMLSERVE_DCHECK(delivering_ > 0);

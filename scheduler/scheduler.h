@@ -160,7 +160,7 @@ class Scheduler : private JobCancellationListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Delivers `answers` of a batch that ran (FinishBatchLocked counted them in
   // delivering_), outside the lock.
-  void DeliverAnswers(std::vector<Answer>& answers);
+  void DeliverAnswers(Answers& answers);
   // Accounts for a batch that left `slot` (ran, or failed with `failure`:
   // then takes the device out and hands the batch to FailOver). Returns
   // whether this call took the device out.

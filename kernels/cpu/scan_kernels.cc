@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_portability.h"
@@ -28,6 +29,9 @@ using scan_internal::ScanKind;
 // Below this many elements per task, handing work to another thread costs
 // more than it saves.
 constexpr int64_t kMinElementsPerTask = 1 << 16;
+// Accumulators kept inline for rows no wider than a vector (ScanFns::lanes
+// is at most 16), so that a tiny scan allocates nothing.
+constexpr size_t kInlineLanes = 16;
 // Accumulators of one lane chunk (strided axes): they stay in L1 while rows
 // stream through.
 constexpr int64_t kMaxLaneChunkBytes = 16 << 10;
@@ -138,7 +142,7 @@ class ScanPlan {
     const int64_t segment = axis_ * inner_;
     const int64_t min_slabs = std::max<int64_t>(1, kMinElementsPerTask / segment);
     ParallelFor(outer_, min_slabs, [&](int64_t begin, int64_t end) {
-      std::vector<A> acc(inner_, Identity());  // restarted at every slab
+      absl::InlinedVector<A, kInlineLanes> acc(inner_, Identity());  // restarted every slab
       fns_.stream(In(begin * segment), Out(begin * segment), (end - begin) * segment, inner_,
                   segment, decreasing_, acc.data(), nt_);
       if (nt_) fns_.fence();
@@ -166,7 +170,7 @@ class ScanPlan {
     }
     const int64_t min_slabs = std::max<int64_t>(1, kMinElementsPerTask / (axis_ * inner_));
     ParallelFor(outer_, min_slabs, [&](int64_t begin, int64_t end) {
-      std::vector<A> acc(inner_);
+      absl::InlinedVector<A, kInlineLanes> acc(inner_);
       for (int64_t slab = begin; slab < end; ++slab) {
         std::fill(acc.begin(), acc.end(), Identity());
         ScanPiece(slab, 0, axis_, acc.data());

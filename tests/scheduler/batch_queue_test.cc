@@ -155,6 +155,28 @@ TEST_F(BatchQueueTest, ARequeuedBatchRunsBeforeOlderOnes) {
   EXPECT_EQ(Tags(*batch), std::vector<float>({1}));
 }
 
+TEST_F(BatchQueueTest, NextIsTheBatchAnIdleDeviceWouldTakeFirst) {
+  EXPECT_EQ(queue_.Next(kT0), nullptr);
+  // A held batch is not next until its hold ends.
+  Add(t::ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
+  EXPECT_EQ(queue_.Next(kT0), nullptr);
+  ASSERT_NE(queue_.Next(kT0 + kDelay), nullptr);
+  EXPECT_EQ(Tags(*queue_.Next(kT0 + kDelay)), std::vector<float>({1}));
+  // An older open batch behind it (the held one skipped), then a requeued one
+  // before everything.
+  Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0);
+  ASSERT_NE(queue_.Next(kT0), nullptr);
+  EXPECT_EQ(Tags(*queue_.Next(kT0)), std::vector<float>({2}));
+  std::unique_ptr<Batch> failed = Take(kT0, /*idle=*/true);
+  ASSERT_NE(failed, nullptr);
+  queue_.Requeue(std::move(failed));
+  ASSERT_NE(queue_.Next(kT0), nullptr);
+  EXPECT_TRUE(queue_.Next(kT0)->requeued);
+  // Next is what Take takes.
+  const Batch* next = queue_.Next(kT0 + kDelay);
+  EXPECT_EQ(Take(kT0 + kDelay, /*idle=*/true).get(), next);
+}
+
 TEST_F(BatchQueueTest, ADevicePrefersABatchWhoseRegisteredTensorsAreResident) {
   Add(t::MatMulOf(t::WeightB(1, "w1"), t::Scale(1)), kT0);
   Add(t::MatMulOf(t::WeightB(2, "w2"), t::Scale(1)), kT0 + absl::Microseconds(1));

@@ -16,9 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "scheduler/batch_queue.h"
 #include "scheduler/clock.h"
+#include "scheduler/compatibility_key.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/device_pool.h"
+#include "scheduler/dispatch_policy.h"
 #include "tests/scheduler/test_device.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -147,6 +150,40 @@ TEST_F(PlacementTest, AnArrivalRunsAtOnceOnlyWhereItFinishesFirst) {
   EXPECT_EQ(pool_->IdleSlot(kMatMul, &tiny, now), nullptr);
   EXPECT_EQ(pool_->Best(kMatMul, 12, now), &slot(0));
   pool_->Release(slot(0));
+}
+
+TEST_F(PlacementTest, WhatWaitsWakesOnlyTheDeviceWhereItFinishesFirst) {
+  // A worker of each device sleeps until woken.
+  for (size_t i = 0; i < pool_->size(); ++i) {
+    slot(i).waiting = 1;
+    slot(i).wait_deadlines = {absl::InfiniteFuture()};
+  }
+  BatchQueue queue({64, 1ull << 30, absl::Microseconds(200)});
+  DispatchPolicy policy({absl::Milliseconds(1), true});
+  const absl::Time now = clock_.Now();
+  EXPECT_EQ(policy.WakeTarget(now, queue, *pool_), nullptr);  // nothing waits
+  auto enqueue = [&](Operation operation) {
+    std::shared_ptr<Job> job = t::NewJob(std::move(operation))->job;
+    job->enqueue_time = now;
+    CompatibilityKey key = CompatibilityKey::For(job->operation);
+    queue.Add(job, std::move(key), OperationBytes(job->operation));
+  };
+  // A tiny product wakes the CPU's worker, not the GPU's: the GPU's would
+  // only decline it.
+  enqueue(t::MatMulOf(t::WeightB(1), t::Scale(1.0f)));
+  pool_->WakeOne(/*busy_may_take=*/true, policy.WakeTarget(now, queue, *pool_));
+  EXPECT_EQ(slot(0).wakes_pending, 1);
+  EXPECT_EQ(slot(1).wakes_pending, 0);
+  // A batch the GPU finishes first (past the 152,632 units where the two
+  // estimates meet: 40,000 rows by the 3x2 B) wakes the GPU's.
+  ASSERT_NE(queue.Take(now, /*idle=*/true, *slot(0).device, [](const Batch&) { return true; }),
+            nullptr);
+  enqueue(t::MatMulOf(t::WeightB(2), t::Scale(1.0f), Tensor(), /*m=*/40'000));
+  ASSERT_NE(queue.Next(now), nullptr);
+  ASSERT_GT(BatchWorkUnits(*queue.Next(now)), 153'000);
+  pool_->WakeOne(/*busy_may_take=*/true, policy.WakeTarget(now, queue, *pool_));
+  EXPECT_EQ(slot(0).wakes_pending, 1);
+  EXPECT_EQ(slot(1).wakes_pending, 1);
 }
 
 TEST_F(PlacementTest, AMixedLoadIsSplitWithinTenPercentOfTheBestSplit) {
