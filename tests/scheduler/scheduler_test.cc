@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -198,6 +201,21 @@ SchedulerOptions Options(int max_batch_size = 64, absl::Duration delay = absl::Z
   options.batch.max_queue_delay = delay;
   return options;
 }
+
+#if defined(__linux__)
+TEST_F(SchedulerTest, WorkerThreadsAreNamedAfterTheirDevice) {
+  Start(SchedulerOptions{}, /*device_count=*/2, /*inflight=*/2);
+  std::map<std::string, int> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    ++names[name];
+  }
+  EXPECT_EQ(names["test:0 worker"], 2);
+  EXPECT_EQ(names["test:1 worker"], 2);
+}
+#endif
 
 TEST_F(SchedulerTest, BatchesJobsThatQueueBehindABusyDevice) {
   Start(Options(/*max_batch_size=*/4));
