@@ -48,9 +48,9 @@ for _ in $(seq 120); do
 done
 
 if $instructions; then
-  callgrind_control -z "$server" >/dev/null
+  callgrind_control -z "$server" >/dev/null 2>&1
   run_load "$requests" >"$work/load.log"
-  callgrind_control -d "$server" >/dev/null
+  callgrind_control -d "$server" >/dev/null 2>&1
   total=$(callgrind_annotate "$(ls "$work"/callgrind.*.1)" 2>/dev/null |
     awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
   echo "$(basename "$binary"): $(awk -v t="$total" -v n="$requests" \
