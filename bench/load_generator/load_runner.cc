@@ -95,6 +95,14 @@ class Runner {
       }
       SendClosedLoop(next.slot, std::move(next.rng));
     }
+    // A completion runs before gRPC lets go of its call: wait until every
+    // Call (and its ClientContext) is gone, so that nothing of a call
+    // outlives the run on gRPC's threads while the caller tears down.
+    {
+      absl::MutexLock lock(&mutex_);
+      mutex_.Await(absl::Condition(
+          +[](int* live) { return *live == 0; }, &live_calls_));
+    }
     RunResult result;
     result.elapsed = absl::Now() - measure_start_;
     for (StatsShard& shard : shards_) {
@@ -134,7 +142,7 @@ class Runner {
       --outstanding_;
       return;
     }
-    auto call = std::make_shared<Call>();  // a ClientContext serves one call only
+    std::shared_ptr<Call> call = NewCall();  // a ClientContext serves one call only
     Start(*call, slot % options_.channels, workload_.Pick(*rng), now,
           [this, slot, call, rng](const grpc::Status& status) {
             Record(shards_[slot], *call, status);
@@ -155,6 +163,20 @@ class Runner {
     ++depth;
     SendClosedLoop(slot, std::move(rng));
     --depth;
+  }
+
+  // A Call that counts itself in live_calls_ until gRPC drops the last
+  // reference (its completion's closure holds one).
+  std::shared_ptr<Call> NewCall() {
+    {
+      absl::MutexLock lock(&mutex_);
+      ++live_calls_;
+    }
+    return std::shared_ptr<Call>(new Call, [this](Call* call) {
+      delete call;
+      absl::MutexLock lock(&mutex_);
+      --live_calls_;
+    });
   }
 
   bool DoneOrDeferred() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
@@ -180,7 +202,7 @@ class Runner {
         absl::MutexLock lock(&mutex_);
         ++outstanding_;
       }
-      auto call = std::make_shared<Call>();
+      std::shared_ptr<Call> call = NewCall();
       Start(*call, sequence % options_.channels, workload_.Pick(rng), send_time,
             [this, call, &shard](const grpc::Status& status) {
               Record(shard, *call, status);
@@ -256,6 +278,7 @@ class Runner {
   std::atomic<uint64_t> answered_{0};  // measured answers, for verification sampling
   absl::Mutex mutex_;
   int outstanding_ ABSL_GUARDED_BY(mutex_) = 0;  // slots or calls not yet done
+  int live_calls_ ABSL_GUARDED_BY(mutex_) = 0;   // Call objects not yet destroyed
   struct Deferred {
     int slot = 0;
     std::shared_ptr<std::mt19937_64> rng;
