@@ -20,7 +20,8 @@ struct ConformanceCase {
   Tensor expected;
 };
 
-// The directory given to CMake as DMLSERVE_CONFORMANCE_DIR.
+// $DMLSERVE_CONFORMANCE_DIR when set, else the directory given to CMake as
+// DMLSERVE_CONFORMANCE_DIR.
 std::string DefaultConformanceDirectory();
 
 // Every case of every *.json file in `directory`, in file then case order.
