@@ -37,8 +37,9 @@ void* realloc(void* pointer, size_t size) {
 static void WriteCount(int signal_number) {
   (void)signal_number;
   char line[32];
-  const int length = snprintf(line, sizeof line, "%lu\n",
-                              (unsigned long)atomic_load_explicit(&allocations, memory_order_relaxed));
+  const int length =
+      snprintf(line, sizeof line, "%lu\n",
+               (unsigned long)atomic_load_explicit(&allocations, memory_order_relaxed));
   const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return;
   if (write(fd, line, (size_t)length) < 0) {
