@@ -29,7 +29,8 @@ load_args=${LOAD_ARGS:---channels=1 --in_flight=1 --mix=cumsum=1 --scan_sizes=1,
 load_args="$load_args --verify_every=0"
 load=$root/build/bench/load_generator/dmlserve-load
 work=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+server=
+trap '[[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 
 if $instructions; then
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" \
@@ -42,10 +43,19 @@ fi
 server=$!
 # shellcheck disable=SC2086
 run_load() { "$load" --server="$address" $load_args --duration=0 --warmup=0s --requests="$1"; }
+ready=false
 for _ in $(seq 120); do
-  if run_load 500 >/dev/null 2>&1; then break; fi
+  if run_load 500 >/dev/null 2>&1; then
+    ready=true
+    break
+  fi
   sleep 0.5
 done
+if ! $ready; then
+  echo "request_path_counts.sh: the server never answered; its output:" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
 
 if $instructions; then
   callgrind_control -z "$server" >/dev/null 2>&1

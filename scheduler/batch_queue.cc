@@ -103,35 +103,40 @@ bool BatchQueue::HasRunnable(absl::Time now, bool idle, std::optional<OperatorSe
   return open_.size() > 1 || !holding(now);
 }
 
-const Batch* BatchQueue::Next(absl::Time now) const {
-  const Batch* first = closed_.empty() ? nullptr : closed_.front().get();
-  for (const auto& batch : open_) {
-    if (batch.get() == held_ && !HoldOver(*held_, now)) continue;
-    if (first == nullptr || RunsBefore(*batch, *first)) first = batch.get();
-    break;  // open batches are in age order
-  }
-  return first;
-}
-
-std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device,
-                                        absl::FunctionRef<bool(const Batch&)> accept) {
-  // The oldest few runnable batches of each list. Open batches are in
-  // creation order, so the due ones come first.
-  Batch* candidates[2 * kResidencyWindow];
+int BatchQueue::Candidates(absl::Time now, bool idle, absl::FunctionRef<bool(const Batch&)> accept,
+                           Batch** out) const {
+  // Open batches are in creation order, so the due ones come first; closed
+  // ones in closing order, which is not age order (a younger batch may fill
+  // first), hence the sort.
   int count = 0;
   int taken = 0;
   for (auto it = closed_.begin(); it != closed_.end() && taken < kResidencyWindow; ++it, ++taken) {
-    if (accept(**it)) candidates[count++] = it->get();
+    if (accept(**it)) out[count++] = it->get();
   }
   taken = 0;
   for (auto it = open_.begin(); it != open_.end() && taken < kResidencyWindow; ++it, ++taken) {
     if (!idle && !IsDue(**it, now)) break;
     if (it->get() == held_ && !HoldOver(*held_, now)) continue;
-    if (accept(**it)) candidates[count++] = it->get();
+    if (accept(**it)) out[count++] = it->get();
   }
+  std::sort(out, out + count, [](const Batch* a, const Batch* b) { return RunsBefore(*a, *b); });
+  return count;
+}
+
+BatchQueue::Upcoming BatchQueue::UpcomingBatches(absl::Time now) const {
+  Batch* candidates[2 * kResidencyWindow];
+  const int count = std::min(
+      kResidencyWindow, Candidates(
+                            now, /*idle=*/true, [](const Batch&) { return true; }, candidates));
+  return Upcoming(candidates, candidates + count);
+}
+
+std::unique_ptr<Batch> BatchQueue::Take(absl::Time now, bool idle, const Device& device,
+                                        absl::FunctionRef<bool(const Batch&)> accept) {
+  // The oldest few runnable batches, in run order.
+  Batch* candidates[2 * kResidencyWindow];
+  int count = Candidates(now, idle, accept, candidates);
   if (count == 0) return nullptr;
-  std::sort(candidates, candidates + count,
-            [](const Batch* a, const Batch* b) { return RunsBefore(*a, *b); });
   count = std::min(count, kResidencyWindow);
 
   Batch* chosen = candidates[0];

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
@@ -77,11 +78,12 @@ class BatchQueue {
   // a subset of them; O(batches) rather than O(1)).
   bool HasRunnable(absl::Time now, bool idle, std::optional<OperatorSet> only = {}) const;
 
-  // The batch that runs first among those an idle device may start now
-  // (a requeued or closed one, else the oldest open batch not held), without
-  // the residency preference Take applies; null when none. It stays valid
-  // until the queue changes.
-  const Batch* Next(absl::Time now) const;
+  // The first batches an idle device may start now, in the order they run
+  // (requeued ones first, then the oldest; Take's residency preference
+  // aside): at most kResidencyWindow, from the window Take looks at. Empty
+  // when none (a held batch is not startable). Valid until the queue changes.
+  using Upcoming = absl::InlinedVector<const Batch*, kResidencyWindow>;
+  Upcoming UpcomingBatches(absl::Time now) const;
 
   // Removes and returns the batch `device` should run next among those
   // `accept` agrees to, or null. Clears waiting_in of its jobs.
@@ -128,6 +130,11 @@ class BatchQueue {
   static bool HoldOver(const Batch& batch, absl::Time now) {
     return static_cast<int>(batch.jobs.size()) >= batch.company || batch.held_until <= now;
   }
+  // The first few batches of each list that a device (`idle` or not) may
+  // start and `accept` agrees to, into `out` (room for 2 * kResidencyWindow),
+  // sorted in run order; returns how many.
+  int Candidates(absl::Time now, bool idle, absl::FunctionRef<bool(const Batch&)> accept,
+                 Batch** out) const;
   // Moves an open batch to the back of closed_.
   void Close(Batch* batch);
   // Unlinks a batch from its list (and open_by_key_) and returns it.

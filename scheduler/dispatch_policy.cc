@@ -1,8 +1,10 @@
 #include "scheduler/dispatch_policy.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
+#include "absl/container/inlined_vector.h"
 #include "scheduler/cost_model.h"
 
 namespace dmlserve {
@@ -56,12 +58,17 @@ DispatchPolicy::AfterQueue DispatchPolicy::Queued(const Arrival& arrival, bool w
                                                               : AfterQueue::kNothing;
 }
 
-DevicePool::Slot* DispatchPolicy::WakeTarget(absl::Time now, const BatchQueue& queue,
-                                             DevicePool& pool) const {
-  if (pool.placement() != Placement::kCost) return nullptr;
-  const Batch* next = queue.Next(now);
-  if (next == nullptr) return nullptr;
-  return pool.Best(next->key.kind(), BatchWorkUnits(*next), now);
+void DispatchPolicy::WakeForQueue(absl::Time now, const BatchQueue& queue, DevicePool& pool) const {
+  const BatchQueue::Upcoming upcoming =
+      pool.placement() == Placement::kCost ? queue.UpcomingBatches(now) : BatchQueue::Upcoming();
+  if (upcoming.empty()) return pool.WakeOne(/*busy_may_take=*/true);
+  absl::InlinedVector<DevicePool::Slot*, BatchQueue::kResidencyWindow> woken;
+  for (const Batch* batch : upcoming) {
+    DevicePool::Slot* best = pool.Best(batch->key.kind(), BatchWorkUnits(*batch), now);
+    if (best == nullptr || std::find(woken.begin(), woken.end(), best) != woken.end()) continue;
+    woken.push_back(best);
+    pool.WakeOne(/*busy_may_take=*/true, best);
+  }
 }
 
 bool DispatchPolicy::WakeAfterCallerBatch(const DevicePool::Slot& slot, bool continues,

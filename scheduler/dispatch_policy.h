@@ -96,11 +96,14 @@ class DispatchPolicy {
                               absl::FunctionRef<bool(const Batch&)> accept, BatchQueue& queue,
                               DevicePool& pool) const;
 
-  // Whom to wake for what waits: with Placement::kCost, the device where
-  // the batch that runs next (BatchQueue::Next) finishes first, so that a
-  // device that would only decline it (a GPU for a tiny batch) sleeps on;
-  // null otherwise, and when nothing waits (DevicePool::WakeOne's own rule).
-  DevicePool::Slot* WakeTarget(absl::Time now, const BatchQueue& queue, DevicePool& pool) const;
+  // Wakes a worker for what waits in `queue` (a batch that may start now,
+  // or a due time to arm). With Placement::kCost: one of each device where
+  // one of the first few batches (BatchQueue::UpcomingBatches) finishes
+  // first, so that a device that would only decline them (a GPU for tiny
+  // batches) sleeps on, while one that is best for a later batch wakes even
+  // when the first batch's best device is busy. Otherwise, and when no batch
+  // may start yet, DevicePool::WakeOne's own rule.
+  void WakeForQueue(absl::Time now, const BatchQueue& queue, DevicePool& pool) const;
 
   // After a submitting thread ran a batch on `slot`: whether to wake a
   // worker for what waits. `continues`: it takes another batch itself.

@@ -141,8 +141,7 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) {
     case DispatchPolicy::AfterQueue::kTakeHere:
       batch = TakeLocked(arrival.idle, now, CheapOn(*arrival.idle->device), unrun);
       if (batch != nullptr) policy_.CallerLoopBegins();
-      if (!queue_.empty())
-        pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
+      if (!queue_.empty()) policy_.WakeForQueue(now, queue_, pool_);
       break;
   }
   const bool busy = policy_.under_load();
@@ -209,7 +208,7 @@ void Scheduler::WorkerLoop(Slot* slot) {
     // More waits: let another device (or another worker of this one) take it
     // or arm its due time; wakes chain one by one.
     if (batch != nullptr && !queue_.empty()) {
-      pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
+      policy_.WakeForQueue(now, queue_, pool_);
     }
     mu_.Unlock();
 
@@ -252,7 +251,7 @@ void Scheduler::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
       busy = policy_.under_load();
       if (batch == nullptr) policy_.CallerLoopEnds();
       if (policy_.WakeAfterCallerBatch(*slot, batch != nullptr, now, queue_, pool_)) {
-        pool_.WakeOne(/*busy_may_take=*/true, policy_.WakeTarget(now, queue_, pool_));
+        policy_.WakeForQueue(now, queue_, pool_);
       }
     }
     ReportDepth();

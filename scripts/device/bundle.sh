@@ -28,7 +28,10 @@ for binary in "${binaries[@]}"; do
   # glibc stays: the machine's own must match its kernel and loader.
   ldd "$binary" | awk '/=> \// { print $3 }' |
     grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
-    while read -r library; do cp -nL "$library" "$stage/lib/"; done
+    while read -r library; do
+      # Each library once (cp -n's exit status differs between coreutils versions).
+      [[ -e $stage/lib/${library##*/} ]] || cp -L "$library" "$stage/lib/"
+    done
 done
 cp bench/cpu_isa_report.py "$stage/bin/"
 mkdir -p .device

@@ -2,11 +2,12 @@
 # Runs on a lent device machine, in a copy of this repository with the bundle
 # from scripts/device/bundle.sh carried in .device: every measurement issues
 # 40 (AMX tiles) and 42 (placement on a GPU host) need from a machine that
-# has what this one lacks, in one command that fits the 10-minute limit of a
-# device call. Each step has its own time limit and log in $OUT (the device
-# tool's output folder; ./device-out elsewhere), so a step that hangs or
-# fails costs only itself. docs/benchmarks.md, "Measuring on a lent machine",
-# gives the call.
+# has what this one lacks, in one device call. Each step has its own time
+# limit and log in $OUT (the device tool's output folder; ./device-out
+# elsewhere); the whole run stops starting steps once BUDGET seconds (default
+# 540, inside the device call's 10 minutes) are spent, so a step that hangs
+# costs its own limit and what it leaves unrun, never the summary files.
+# docs/benchmarks.md, "Measuring on a lent machine", gives the call.
 #
 #   scripts/device/measure.sh [amx|gpu|all] [--quick]
 #
@@ -18,7 +19,9 @@ quick=false
 [[ ${2:-} == --quick ]] && quick=true
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
+budget=${BUDGET:-540}
 stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
 tar -C "$stage" -xJf "$root/.device/bundle.tar.xz" || { echo "measure.sh: no .device/bundle.tar.xz" >&2; exit 1; }
 export LD_LIBRARY_PATH=$stage/lib
 bin=$stage/bin
@@ -31,13 +34,25 @@ export DMLSERVE_CONFORMANCE_DIR=$root/tests/conformance
 nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [[ -f $nvidia_icd ]] && export VK_DRIVER_FILES=$nvidia_icd
 
-# step NAME LIMIT_SECONDS COMMAND...: runs one step, its output in $OUT/NAME.log.
+# step NAME LIMIT_SECONDS COMMAND...: runs one step, its output in
+# $OUT/NAME.log, for at most LIMIT_SECONDS and what is left of the budget. It
+# runs in a process group of its own, so that a step stopped at its limit
+# takes what it started (a spawned server, a bench) with it.
 step() {
   local name=$1 limit=$2
   shift 2
+  local left=$((budget - SECONDS))
+  if ((left < 10)); then
+    echo "step $name: not run, the budget of $budget s is spent" | tee -a "$out/steps.txt"
+    return
+  fi
+  ((limit > left)) && limit=$left
   local start=$SECONDS
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  setsid timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1 &
+  local group=$!
+  wait "$group"
   local code=$?
+  kill -KILL -- "-$group" 2>/dev/null
   echo "step $name: exit $code after $((SECONDS - start)) s" | tee -a "$out/steps.txt"
 }
 

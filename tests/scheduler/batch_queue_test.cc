@@ -155,26 +155,42 @@ TEST_F(BatchQueueTest, ARequeuedBatchRunsBeforeOlderOnes) {
   EXPECT_EQ(Tags(*batch), std::vector<float>({1}));
 }
 
-TEST_F(BatchQueueTest, NextIsTheBatchAnIdleDeviceWouldTakeFirst) {
-  EXPECT_EQ(queue_.Next(kT0), nullptr);
-  // A held batch is not next until its hold ends.
+TEST_F(BatchQueueTest, UpcomingBatchesAreTheFirstAnIdleDeviceWouldTakeInRunOrder) {
+  auto first_tag = [this](absl::Time now) {
+    BatchQueue::Upcoming upcoming = queue_.UpcomingBatches(now);
+    return upcoming.empty() ? -1.0f : Tags(*upcoming.front()).front();
+  };
+  EXPECT_TRUE(queue_.UpcomingBatches(kT0).empty());
+  // A held batch is not upcoming until its hold ends.
   Add(t::ScanOf(kF32, {3}, 1), kT0, /*company=*/3);
-  EXPECT_EQ(queue_.Next(kT0), nullptr);
-  ASSERT_NE(queue_.Next(kT0 + kDelay), nullptr);
-  EXPECT_EQ(Tags(*queue_.Next(kT0 + kDelay)), std::vector<float>({1}));
-  // An older open batch behind it (the held one skipped), then a requeued one
-  // before everything.
+  EXPECT_TRUE(queue_.UpcomingBatches(kT0).empty());
+  EXPECT_EQ(first_tag(kT0 + kDelay), 1);
+  // An open batch behind it is (the held one skipped).
   Add(t::ScanOf(DataType::kInt32, {3}, 2), kT0);
-  ASSERT_NE(queue_.Next(kT0), nullptr);
-  EXPECT_EQ(Tags(*queue_.Next(kT0)), std::vector<float>({2}));
+  EXPECT_EQ(first_tag(kT0), 2);
+  // A requeued batch runs before everything.
   std::unique_ptr<Batch> failed = Take(kT0, /*idle=*/true);
   ASSERT_NE(failed, nullptr);
   queue_.Requeue(std::move(failed));
-  ASSERT_NE(queue_.Next(kT0), nullptr);
-  EXPECT_TRUE(queue_.Next(kT0)->requeued);
-  // Next is what Take takes.
-  const Batch* next = queue_.Next(kT0 + kDelay);
-  EXPECT_EQ(Take(kT0 + kDelay, /*idle=*/true).get(), next);
+  ASSERT_FALSE(queue_.UpcomingBatches(kT0).empty());
+  EXPECT_TRUE(queue_.UpcomingBatches(kT0).front()->requeued);
+  // The upcoming order is Take's order.
+  for (const Batch* upcoming : queue_.UpcomingBatches(kT0 + kDelay)) {
+    EXPECT_EQ(Take(kT0 + kDelay, /*idle=*/true).get(), upcoming);
+  }
+}
+
+TEST_F(BatchQueueTest, ABatchThatFilledFirstDoesNotRunBeforeAnOlderOne) {
+  // Batches close as they fill (4 jobs here), not in age order: the younger
+  // int32 batch fills first, yet the older float one is upcoming first.
+  Add(t::ScanOf(kF32, {3}, 1), kT0);
+  for (int i = 0; i < 4; ++i) Add(t::ScanOf(DataType::kInt32, {3}, 10 + i), kT0 + kDelay / 2);
+  for (int i = 0; i < 3; ++i) Add(t::ScanOf(kF32, {3}, 2 + i), kT0 + kDelay / 2);
+  BatchQueue::Upcoming upcoming = queue_.UpcomingBatches(kT0 + kDelay / 2);
+  ASSERT_EQ(upcoming.size(), 2u);
+  EXPECT_EQ(Tags(*upcoming[0]), std::vector<float>({1, 2, 3, 4}));
+  EXPECT_EQ(Tags(*upcoming[1]), std::vector<float>({10, 11, 12, 13}));
+  EXPECT_EQ(Take(kT0 + kDelay / 2, /*idle=*/false).get(), upcoming[0]);
 }
 
 TEST_F(BatchQueueTest, ADevicePrefersABatchWhoseRegisteredTensorsAreResident) {

@@ -152,38 +152,66 @@ TEST_F(PlacementTest, AnArrivalRunsAtOnceOnlyWhereItFinishesFirst) {
   pool_->Release(slot(0));
 }
 
-TEST_F(PlacementTest, WhatWaitsWakesOnlyTheDeviceWhereItFinishesFirst) {
-  // A worker of each device sleeps until woken.
-  for (size_t i = 0; i < pool_->size(); ++i) {
-    slot(i).waiting = 1;
-    slot(i).wait_deadlines = {absl::InfiniteFuture()};
+// What the scheduler's wakes see: a worker of each device asleep until
+// woken, a queue, and DispatchPolicy::WakeForQueue.
+class WakePlacementTest : public PlacementTest {
+ protected:
+  WakePlacementTest() {
+    for (size_t i = 0; i < pool_->size(); ++i) {
+      slot(i).waiting = 1;
+      slot(i).wait_deadlines = {absl::InfiniteFuture()};
+    }
   }
-  BatchQueue queue({64, 1ull << 30, absl::Microseconds(200)});
-  DispatchPolicy policy({absl::Milliseconds(1), true});
-  const absl::Time now = clock_.Now();
-  EXPECT_EQ(policy.WakeTarget(now, queue, *pool_), nullptr);  // nothing waits
-  auto enqueue = [&](Operation operation) {
+  void Enqueue(Operation operation) {
     std::shared_ptr<Job> job = t::NewJob(std::move(operation))->job;
-    job->enqueue_time = now;
+    job->enqueue_time = clock_.Now();
     CompatibilityKey key = CompatibilityKey::For(job->operation);
-    queue.Add(job, std::move(key), OperationBytes(job->operation));
-  };
+    queue_.Add(job, std::move(key), OperationBytes(job->operation));
+  }
+  // Which devices WakeForQueue signals now (and forgets the signals).
+  std::vector<int> Woken() {
+    policy_.WakeForQueue(clock_.Now(), queue_, *pool_);
+    std::vector<int> woken;
+    for (size_t i = 0; i < pool_->size(); ++i) {
+      if (slot(i).wakes_pending > 0) woken.push_back(static_cast<int>(i));
+      slot(i).wakes_pending = 0;
+    }
+    return woken;
+  }
+  // A product past the 152,632 units where the two estimates meet (40,000
+  // rows by the test's 3x2 B), which finishes first on the GPU.
+  static Operation Large(int8_t tag) {
+    return t::MatMulOf(t::WeightB(tag), t::Scale(1.0f), Tensor(), /*m=*/40'000);
+  }
+  static Operation Tiny(int8_t tag) { return t::MatMulOf(t::WeightB(tag), t::Scale(1.0f)); }
+
+  BatchQueue queue_{{64, 1ull << 30, absl::Microseconds(200)}};
+  DispatchPolicy policy_{{absl::Milliseconds(1), true}};
+};
+
+TEST_F(WakePlacementTest, WhatWaitsWakesOnlyTheDeviceWhereItFinishesFirst) {
+  EXPECT_EQ(Woken(), std::vector<int>({0, 1}));  // nothing may start: WakeOne's own rule
   // A tiny product wakes the CPU's worker, not the GPU's: the GPU's would
   // only decline it.
-  enqueue(t::MatMulOf(t::WeightB(1), t::Scale(1.0f)));
-  pool_->WakeOne(/*busy_may_take=*/true, policy.WakeTarget(now, queue, *pool_));
-  EXPECT_EQ(slot(0).wakes_pending, 1);
-  EXPECT_EQ(slot(1).wakes_pending, 0);
-  // A batch the GPU finishes first (past the 152,632 units where the two
-  // estimates meet: 40,000 rows by the 3x2 B) wakes the GPU's.
-  ASSERT_NE(queue.Take(now, /*idle=*/true, *slot(0).device, [](const Batch&) { return true; }),
+  Enqueue(Tiny(1));
+  EXPECT_EQ(Woken(), std::vector<int>({0}));
+  // A large one alone wakes the GPU's.
+  ASSERT_NE(queue_.Take(clock_.Now(), true, *slot(0).device, [](const Batch&) { return true; }),
             nullptr);
-  enqueue(t::MatMulOf(t::WeightB(2), t::Scale(1.0f), Tensor(), /*m=*/40'000));
-  ASSERT_NE(queue.Next(now), nullptr);
-  ASSERT_GT(BatchWorkUnits(*queue.Next(now)), 153'000);
-  pool_->WakeOne(/*busy_may_take=*/true, policy.WakeTarget(now, queue, *pool_));
-  EXPECT_EQ(slot(0).wakes_pending, 1);
-  EXPECT_EQ(slot(1).wakes_pending, 1);
+  Enqueue(Large(2));
+  ASSERT_GT(BatchWorkUnits(*queue_.UpcomingBatches(clock_.Now()).front()), 153'000);
+  EXPECT_EQ(Woken(), std::vector<int>({1}));
+}
+
+TEST_F(WakePlacementTest, ABusyBestDeviceForTheFirstBatchDoesNotHideAnIdleOneForTheNext) {
+  // The CPU runs a batch (no free worker) and is still where the tiny batch
+  // finishes first; the large batch behind it finishes first on the idle
+  // GPU, whose worker wakes for it.
+  pool_->Claim(slot(0), clock_.Now() + absl::Microseconds(20));
+  Enqueue(Tiny(1));
+  Enqueue(Large(2));
+  EXPECT_EQ(Woken(), std::vector<int>({1}));
+  pool_->Release(slot(0));
 }
 
 TEST_F(PlacementTest, AMixedLoadIsSplitWithinTenPercentOfTheBestSplit) {
