@@ -29,26 +29,7 @@ using ::testing::HasSubstr;
 constexpr OperatorKind kSum = OperatorKind::kCumulativeSummation;
 constexpr OperatorKind kMatMul = OperatorKind::kQuantizedLinearMatrixMultiply;
 
-// Builds a pool of test devices ("p0".. primaries, "f0".. fallbacks), keeping
-// pointers to them.
-struct Pool {
-  explicit Pool(int primaries, int fallbacks = 0, int inflight = 1,
-                std::vector<std::vector<OperatorKind>> serve_only = {}) {
-    std::vector<std::unique_ptr<Device>> primary, fallback;
-    for (int i = 0; i < primaries + fallbacks; ++i) {
-      auto device = std::make_unique<TestDevice>(
-          i < primaries ? absl::StrCat("p", i) : absl::StrCat("f", i - primaries), inflight);
-      if (i < static_cast<int>(serve_only.size())) device->ServeOnly(serve_only[i]);
-      devices.push_back(device.get());
-      (i < primaries ? primary : fallback).push_back(std::move(device));
-    }
-    pool = std::make_unique<DevicePool>(std::move(primary), std::move(fallback));
-  }
-  DevicePool::Slot& slot(int i) { return pool->at(i); }
-
-  std::vector<TestDevice*> devices;
-  std::unique_ptr<DevicePool> pool;
-};
+using Pool = ::dmlserve::testing::TestDevicePool;
 
 class RecoveryObserver : public SchedulerObserver {
  public:

@@ -21,7 +21,7 @@ namespace {
 
 using ::dmlserve::testing::NewJob;
 using ::dmlserve::testing::ScanOf;
-using ::dmlserve::testing::TestDevice;
+using ::dmlserve::testing::TestDevicePool;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
@@ -33,20 +33,6 @@ class Listener : public JobCancellationListener {
  public:
   void OnJobCancelled(Job&) override {}
 };
-
-// A pool of test devices ("p0".. primaries, then "f0".. fallbacks); a
-// device given a `serve_only` entry runs only those operators.
-std::unique_ptr<DevicePool> PoolOf(int primaries, int fallbacks,
-                                   std::vector<std::vector<OperatorKind>> serve_only = {}) {
-  std::vector<std::unique_ptr<Device>> primary, fallback;
-  for (int i = 0; i < primaries + fallbacks; ++i) {
-    auto device = std::make_unique<TestDevice>(i < primaries ? absl::StrCat("p", i)
-                                                             : absl::StrCat("f", i - primaries));
-    if (i < static_cast<int>(serve_only.size())) device->ServeOnly(serve_only[i]);
-    (i < primaries ? primary : fallback).push_back(std::move(device));
-  }
-  return std::make_unique<DevicePool>(std::move(primary), std::move(fallback));
-}
 
 // A batch of scans of `kind`, with the failed attempts each job has behind it.
 std::unique_ptr<Batch> BatchOf(OperatorKind kind, std::vector<int> failed_attempts) {
@@ -70,7 +56,8 @@ void Enqueue(BatchQueue& queue, OperatorKind kind) {
 const absl::Status kFailure = absl::InternalError("fence lost");
 
 TEST(FailOverTest, ABatchMovesToTheHeadOfTheQueueCountingAnAttempt) {
-  auto pool = PoolOf(2, 0);
+  TestDevicePool devices(2, 0);
+  DevicePool* pool = devices.pool.get();
   ASSERT_TRUE(pool->MarkFailed(pool->at(0), kFailure));
   BatchQueue queue(BatchLimits{});
   Enqueue(queue, kProduct);
@@ -96,7 +83,8 @@ TEST(FailOverTest, ABatchMovesToTheHeadOfTheQueueCountingAnAttempt) {
 }
 
 TEST(FailOverTest, AJobWhoseBatchFailedOnMaxAttemptsDevicesFailsAndTheRestMoveOn) {
-  auto pool = PoolOf(3, 0);
+  TestDevicePool devices(3, 0);
+  DevicePool* pool = devices.pool.get();
   ASSERT_TRUE(pool->MarkFailed(pool->at(0), kFailure));
   BatchQueue queue(BatchLimits{});
   Listener listener;
@@ -113,7 +101,8 @@ TEST(FailOverTest, AJobWhoseBatchFailedOnMaxAttemptsDevicesFailsAndTheRestMoveOn
 }
 
 TEST(FailOverTest, FallbacksTakeABatchWhateverItCostOnceEveryPrimaryIsGone) {
-  auto pool = PoolOf(1, 1);
+  TestDevicePool devices(1, 1);
+  DevicePool* pool = devices.pool.get();
   ASSERT_TRUE(pool->MarkFailed(pool->at(0), kFailure));
   ASSERT_TRUE(pool->FallbacksServe(kSum));
   BatchQueue queue(BatchLimits{});
@@ -126,7 +115,8 @@ TEST(FailOverTest, FallbacksTakeABatchWhateverItCostOnceEveryPrimaryIsGone) {
 }
 
 TEST(FailOverTest, WithNoDeviceLeftTheBatchAndEveryWaitingJobFail) {
-  auto pool = PoolOf(1, 0);
+  TestDevicePool devices(1, 0);
+  DevicePool* pool = devices.pool.get();
   ASSERT_TRUE(pool->MarkFailed(pool->at(0), kFailure));
   BatchQueue queue(BatchLimits{});
   Enqueue(queue, kSum);
@@ -146,7 +136,8 @@ TEST(FailOverTest, WithNoDeviceLeftTheBatchAndEveryWaitingJobFail) {
 
 TEST(FailOverTest, InAMixedPoolWaitingJobsOfAnOperatorNoDeviceRunsAnyMoreFail) {
   // p0 runs sums, p1 products; p1 fails.
-  auto pool = PoolOf(2, 0, {{kSum}, {kProduct}});
+  TestDevicePool devices(2, 0, 1, {{kSum}, {kProduct}});
+  DevicePool* pool = devices.pool.get();
   ASSERT_TRUE(pool->MarkFailed(pool->at(1), kFailure));
   BatchQueue queue(BatchLimits{});
   Enqueue(queue, kSum);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "kernels/core/operation.h"
 #include "kernels/core/overloaded.h"
 #include "kernels/core/tensor.h"
+#include "scheduler/device_pool.h"
 #include "tests/reference/reference.h"
 
 namespace dmlserve::testing {
@@ -199,6 +201,28 @@ class TestDevice : public Device {
   std::vector<std::string> evicted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<Operation>> attempted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<Operation>> executed_ ABSL_GUARDED_BY(mu_);
+};
+
+// A DevicePool of test devices ("p0".. primaries, then "f0".. fallbacks),
+// each running `inflight` batches; a device given a `serve_only` entry runs
+// only those operators. Keeps pointers to the devices.
+struct TestDevicePool {
+  explicit TestDevicePool(int primaries, int fallbacks = 0, int inflight = 1,
+                          std::vector<std::vector<OperatorKind>> serve_only = {}) {
+    std::vector<std::unique_ptr<Device>> primary, fallback;
+    for (int i = 0; i < primaries + fallbacks; ++i) {
+      auto device = std::make_unique<TestDevice>(
+          i < primaries ? absl::StrCat("p", i) : absl::StrCat("f", i - primaries), inflight);
+      if (i < static_cast<int>(serve_only.size())) device->ServeOnly(serve_only[i]);
+      devices.push_back(device.get());
+      (i < primaries ? primary : fallback).push_back(std::move(device));
+    }
+    pool = std::make_unique<DevicePool>(std::move(primary), std::move(fallback));
+  }
+  DevicePool::Slot& slot(int i) { return pool->at(i); }
+
+  std::vector<TestDevice*> devices;
+  std::unique_ptr<DevicePool> pool;
 };
 
 }  // namespace dmlserve::testing
