@@ -23,7 +23,14 @@
 // learned line therefore fades back toward the calibrated one as it ages
 // (half of the difference every kFadeHalfLife without a batch): a recovered
 // device gets work again, and one still slow is measured once and learned
-// again. Not thread-safe: DevicePool guards it.
+// again.
+//
+// Confidence: an estimate is *confirmed* while a batch measured it within
+// the last kConfirmedFor. A calibration alone does not confirm it: measured
+// on an idle machine, lavapipe's took 100x its estimate under a load that
+// kept the CPU busy. DevicePool therefore places one batch at a
+// time on an unconfirmed estimate (a trial, device_pool.h). Not thread-safe:
+// DevicePool guards it.
 
 #include <array>
 #include <cstdint>
@@ -54,6 +61,9 @@ class CostModel {
  public:
   static constexpr double kLearningRate = 0.25;
   static constexpr absl::Duration kFadeHalfLife = absl::Seconds(5);
+  // How long a measurement vouches for the estimate (see above): while the
+  // line has faded by less than half.
+  static constexpr absl::Duration kConfirmedFor = kFadeHalfLife;
 
   // The learned line (before calibration every estimate is zero: an untried
   // device is tried).
@@ -63,6 +73,12 @@ class CostModel {
   CostLine LineAt(OperatorKind kind, absl::Time now) const;
   absl::Duration Estimate(OperatorKind kind, double units, absl::Time now) const {
     return absl::Seconds(LineAt(kind, now).Estimate(units));
+  }
+  // Whether a batch measured `kind` within kConfirmedFor of `now` (see
+  // above).
+  bool Confirmed(OperatorKind kind, absl::Time now) const {
+    const CostLine& line = lines_[Index(kind)];
+    return line.observations > 0 && now - line.last_observed < kConfirmedFor;
   }
   // Sets the calibrated line (and the learned one with it): calibration, or
   // a test's device of known cost.

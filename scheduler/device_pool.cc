@@ -99,23 +99,28 @@ bool DevicePool::ShouldTake(const Slot& slot) const {
   return true;
 }
 
-void DevicePool::Claim(Slot& slot, absl::Time estimated_end) {
+void DevicePool::Claim(Slot& slot, OperatorKind kind, double units, absl::Time now) {
   DMLSERVE_DCHECK(slot.inflight < slot.workers);
   ++slot.inflight;
   ++inflight_batches_;
-  if (placement_ == Placement::kCost) slot.running_ends.push_back(estimated_end);
+  if (placement_ != Placement::kCost) return;
+  slot.running_ends.push_back(now + slot.cost.Estimate(kind, units, now));
+  if (!slot.cost.Confirmed(kind, now)) ++slot.trials[Index(kind)];
 }
 
-void DevicePool::Release(Slot& slot) {
+void DevicePool::Release(Slot& slot, OperatorKind kind) {
   DMLSERVE_DCHECK(slot.inflight > 0 && inflight_batches_ > 0);
   --slot.inflight;
   --inflight_batches_;
-  if (placement_ == Placement::kCost) {
-    // Which of its batches ended is not known here; the earliest estimate is
-    // the likeliest, and the estimates are only estimates.
-    DMLSERVE_DCHECK(!slot.running_ends.empty());
-    slot.running_ends.erase(std::min_element(slot.running_ends.begin(), slot.running_ends.end()));
-  }
+  if (placement_ != Placement::kCost) return;
+  // Which of its batches ended is not known here; the earliest estimate is
+  // the likeliest, and the estimates are only estimates.
+  DMLSERVE_DCHECK(!slot.running_ends.empty());
+  slot.running_ends.erase(std::min_element(slot.running_ends.begin(), slot.running_ends.end()));
+  // Likewise a trial of `kind` or another batch of it: whichever ended,
+  // its measurement now confirms the estimate.
+  int& trials = slot.trials[Index(kind)];
+  if (trials > 0) --trials;
 }
 
 absl::Time DevicePool::FreeAt(const Slot& slot, absl::Time now) const {
@@ -125,7 +130,9 @@ absl::Time DevicePool::FreeAt(const Slot& slot, absl::Time now) const {
 
 DevicePool::Slot* DevicePool::Best(OperatorKind kind, double units, absl::Time now) {
   Slot* best = nullptr;
+  Slot* best_confirmed = nullptr;
   absl::Time best_end = absl::InfiniteFuture();
+  absl::Time best_confirmed_end = absl::InfiniteFuture();
   for (const auto& slot : slots_) {
     if (!ServedBy(*slot).test(Index(kind))) continue;
     const absl::Time end = FreeAt(*slot, now) + slot->cost.Estimate(kind, units, now);
@@ -133,6 +140,15 @@ DevicePool::Slot* DevicePool::Best(OperatorKind kind, double units, absl::Time n
       best = slot.get();
       best_end = end;
     }
+    if (slot->cost.Confirmed(kind, now) &&
+        (best_confirmed == nullptr || end < best_confirmed_end)) {
+      best_confirmed = slot.get();
+      best_confirmed_end = end;
+    }
+  }
+  // One trial at a time on an unconfirmed estimate (see the header).
+  if (best != nullptr && best->trials[Index(kind)] > 0 && best_confirmed != nullptr) {
+    return best_confirmed;
   }
   return best;
 }

@@ -24,7 +24,13 @@
 //       the large ones, and each forms batches of what it is good at. (A
 //       device that lost its work to a slow spell gets it back as its
 //       estimate fades toward its calibration.) Fallbacks join the
-//       primaries as peers (they still serve when every GPU is lost);
+//       primaries as peers (they still serve when every GPU is lost).
+//       An estimate no batch has confirmed lately (CostModel::Confirmed)
+//       may be far off, so it is tried one batch at a time: while such a
+//       trial runs on a device, the next batch of that operator goes to
+//       the best device whose estimate is confirmed, if there is one. A
+//       wrong calibration (lavapipe's, measured on an idle machine, was
+//       100x short under load) then costs one batch, not one per worker;
 //  - which operators each device runs (Device::Supports). When every device
 //    runs every operator (the usual case, and the fast path), the rules
 //    above hold as stated. In a *mixed* pool, where some device serves a
@@ -88,6 +94,9 @@ class DevicePool {
     CostModel cost;         // kCost: what a batch costs here
     // kCost: when each batch running here is estimated to end, in no order.
     std::vector<absl::Time> running_ends;
+    // kCost: per OperatorKind, the trials running here (batches placed on
+    // an unconfirmed estimate, see above).
+    std::array<int, kOperatorKindCount> trials{};
     // When each waiting worker wakes on its own (InfiniteFuture: only when
     // signalled), in no order.
     std::vector<absl::Time> wait_deadlines;
@@ -153,7 +162,9 @@ class DevicePool {
   bool Prefers(const Slot& slot, OperatorKind kind, double units, absl::Time now,
                Slot** best = nullptr);
   // kCost: the serving device of `kind` where a batch of `units` finishes
-  // first (ties: the first in the pool), or null.
+  // first (ties: the first in the pool), unless a trial of `kind` runs
+  // there and a device with a confirmed estimate serves `kind` (then the
+  // best of those); null when none serves.
   Slot* Best(OperatorKind kind, double units, absl::Time now);
   // kCost: when a worker of `slot` is free: now, or the earliest estimated
   // end of its running batches (never before now).
@@ -174,12 +185,14 @@ class DevicePool {
   Slot* IdleSlot(OperatorKind kind, const Operation* operation = nullptr,
                  absl::Time now = absl::InfinitePast());
 
-  // Counts a batch as running on `slot`, which has a free worker (ShouldTake
-  // or IdleSlot chose it), until `estimated_end` (kCost). Every Claim is
-  // matched by one Release.
-  void Claim(Slot& slot, absl::Time estimated_end = absl::InfiniteFuture());
-  // Counts a batch claimed on `slot` as done (it ran, or failed).
-  void Release(Slot& slot);
+  // Counts a batch of `kind` and `units` of work as running on `slot` from
+  // `now`; `slot` has a free worker (ShouldTake or IdleSlot chose it). With
+  // kCost it runs until its estimated end, and is a trial when the estimate
+  // is unconfirmed. Every Claim is matched by one Release.
+  void Claim(Slot& slot, OperatorKind kind, double units, absl::Time now);
+  // Counts a batch of `kind` claimed on `slot` as done (it ran, or failed;
+  // learn from it first, so that a trial that ran confirms the estimate).
+  void Release(Slot& slot, OperatorKind kind);
   // Batches running now, on every device.
   int inflight_batches() const { return inflight_batches_; }
 

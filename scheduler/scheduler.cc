@@ -60,7 +60,6 @@ Scheduler::Scheduler(const SchedulerOptions& options, std::vector<std::unique_pt
     : options_(options),
       observer_(observer),
       clock_(options.clock != nullptr ? options.clock : Clock::Real()),
-      pool_placement_(options.placement),
       queue_(options.batch),
       pool_(std::move(devices), std::move(fallback_devices), options.placement),
       policy_(
@@ -115,9 +114,8 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) {
   job->enqueue_time = now;
   const DispatchPolicy::Arrival arrival = policy_.Arrive(job->operation, kind, now, queue_, pool_);
   if (arrival.run_here) {
-    pool_.Claim(*arrival.idle,
-                EstimatedEnd(*arrival.idle, kind,
-                             JobWorkUnits(job->operation) + SharedWorkUnits(job->operation), now));
+    pool_.Claim(*arrival.idle, kind, JobWorkUnits(job->operation) + SharedWorkUnits(job->operation),
+                now);
     policy_.CallerLoopBegins();
     mu_.Unlock();
     auto batch = std::make_unique<Batch>(std::move(key));
@@ -232,7 +230,7 @@ std::unique_ptr<Batch> Scheduler::TakeLocked(Slot* slot, absl::Time now,
   }
   NoteDepthLocked();
   if (batch->jobs.empty()) return nullptr;
-  pool_.Claim(*slot, EstimatedEnd(*slot, batch->key.kind(), BatchWorkUnits(*batch), now));
+  pool_.Claim(*slot, batch->key.kind(), BatchWorkUnits(*batch), now);
   return batch;
 }
 
@@ -311,7 +309,7 @@ void Scheduler::DeliverAnswers(Answers& answers) {
 
 bool Scheduler::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
                                   const absl::Status& failure, std::vector<UnrunJob>& unrun) {
-  pool_.Release(*slot);
+  pool_.Release(*slot, batch->key.kind());
   if (pool_.stopping() && pool_.inflight_batches() == 0) pool_.WakeAll();
   if (failure.ok()) {
     ++delivering_;  // its answers are on their way (DeliverAnswers)
@@ -364,12 +362,6 @@ Scheduler::~Scheduler() { Shutdown(); }
 uint64_t Scheduler::WorkingBytes(const Operation& operation) const {
   // No lock: the pool's devices are fixed at construction.
   return pool_.MostWorkingBytes(operation);
-}
-
-absl::Time Scheduler::EstimatedEnd(const Slot& slot, OperatorKind kind, double units,
-                                   absl::Time now) const {
-  if (pool_placement_ != Placement::kCost) return absl::InfiniteFuture();
-  return now + slot.cost.Estimate(kind, units, now);
 }
 
 void Scheduler::NoteDepthLocked() {

@@ -133,10 +133,6 @@ class Scheduler : private JobCancellationListener {
   using Slot = DevicePool::Slot;
 
   void WorkerLoop(Slot* slot);
-  // kCost: when a batch of `units` of `kind` started at `now` on `slot` is
-  // estimated to end.
-  absl::Time EstimatedEnd(const Slot& slot, OperatorKind kind, double units, absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `batch` on the submitting thread, on `slot` claimed for it, then
   // (up to kMaxBatchesOnCaller in all) batches of cheap jobs that queued
   // while it ran: they fuse as they would on a worker, without a hand-off.
@@ -175,7 +171,6 @@ class Scheduler : private JobCancellationListener {
   const SchedulerOptions options_;
   SchedulerObserver* const observer_;
   const Clock* const clock_;
-  const Placement pool_placement_;  // pool_.placement(), read without the lock
 
   mutable absl::Mutex mu_;
   BatchQueue queue_ ABSL_GUARDED_BY(mu_);

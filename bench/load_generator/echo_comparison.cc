@@ -53,6 +53,29 @@ void Note(Best& best, const RoundFigures& figures) {
 
 std::string Micros(double seconds) { return absl::StrFormat("%.0f µs", seconds * 1e6); }
 
+// dmlserve's figure over echo's in each round, the two runs of a round back
+// to back. On a machine whose speed drifts, a round's ratio compares like
+// with like, where the two sides' best rounds may come from different
+// spells; the sides alternate which goes first, so a drift within a round
+// favours neither.
+struct PairedRatios {
+  std::vector<double> qps;
+  std::vector<double> p50;
+};
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+std::string Spread(const std::vector<double>& values) {
+  if (values.empty()) return "-";
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  return absl::StrFormat("%.2fx (%.2f-%.2f)", Median(values), *low, *high);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<LoadLevel>> ParseLoadLevels(const std::string& text) {
@@ -77,10 +100,14 @@ LoadStats CompareWithEcho(const ComparisonTarget& echo, const ComparisonTarget& 
                           const std::vector<LoadLevel>& levels, int rounds, std::ostream& out) {
   LoadStats dmlserve_stats;
   std::vector<std::pair<Best, Best>> table;  // (echo, dmlserve) per level
-  for (const LoadLevel& level : levels) {
+  std::vector<PairedRatios> paired(levels.size());
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const LoadLevel& level = levels[i];
     Best best[2];
     for (int round = 1; round <= rounds; ++round) {
-      for (int side = 0; side < 2; ++side) {
+      RoundFigures figures_of[2];
+      for (int turn = 0; turn < 2; ++turn) {
+        const int side = round % 2 == 1 ? turn : 1 - turn;  // echo first in odd rounds
         const ComparisonTarget& target = side == 0 ? echo : dmlserve;
         RunOptions options = base;
         options.channels = level.channels;
@@ -89,6 +116,7 @@ LoadStats CompareWithEcho(const ComparisonTarget& echo, const ComparisonTarget& 
         if (!target.verify) options.verify_every = 0;
         const RunResult result = RunLoad(target.channels, workload, options);
         const RoundFigures figures = FiguresOf(result);
+        figures_of[side] = figures;
         Note(best[side], figures);
         out << absl::StrFormat(
             "%dx%d round %d %-8s %9.0f req/s  p50 %s  p99 %s  mean batch %.2f  errors %d\n",
@@ -97,10 +125,22 @@ LoadStats CompareWithEcho(const ComparisonTarget& echo, const ComparisonTarget& 
             result.stats.requests - result.stats.successes);
         if (side == 1) dmlserve_stats.Merge(result.stats);
       }
+      if (figures_of[0].qps > 0 && figures_of[0].p50 > 0) {
+        paired[i].qps.push_back(figures_of[1].qps / figures_of[0].qps);
+        paired[i].p50.push_back(figures_of[1].p50 / figures_of[0].p50);
+      }
     }
     table.emplace_back(best[0], best[1]);
   }
 
+  out << "\nround by round (dmlserve / echo within each round; median, lowest-highest):\n\n"
+      << "| load (channels x calls) | rounds | req/s ratio | p50 ratio |\n"
+      << "|---|---|---|---|\n";
+  for (size_t i = 0; i < levels.size(); ++i) {
+    out << absl::StrFormat("| %dx%d | %d | %s | %s |\n", levels[i].channels,
+                           levels[i].calls_per_channel, paired[i].qps.size(), Spread(paired[i].qps),
+                           Spread(paired[i].p50));
+  }
   out << "\nbest of " << rounds << " interleaved rounds per side:\n\n"
       << "| load (channels x calls) | echo req/s | dmlserve req/s | ratio | echo p50 | dmlserve "
          "p50 "

@@ -33,10 +33,12 @@ struct ComparisonTarget {
   bool verify = true;  // echo's answers are its inputs: not checked
 };
 
-// Runs `rounds` rounds of (echo, dmlserve) at every level with `base`'s
-// duration, warm-up and checking, prints each run's line and then the table
-// (best round of each side: highest throughput, lowest p50 and p99). Returns
-// the merged dmlserve stats so the caller can report wrong answers.
+// Runs `rounds` rounds of echo and dmlserve back to back (echo first in odd
+// rounds, dmlserve in even ones) at every level with `base`'s duration,
+// warm-up and checking, prints each run's line and then two tables: each
+// round's dmlserve/echo ratios (median, lowest and highest), and the best
+// round of each side (highest throughput, lowest p50 and p99). Returns the
+// merged dmlserve stats so the caller can report wrong answers.
 LoadStats CompareWithEcho(const ComparisonTarget& echo, const ComparisonTarget& dmlserve,
                           const Workload& workload, const RunOptions& base,
                           const std::vector<LoadLevel>& levels, int rounds, std::ostream& out);

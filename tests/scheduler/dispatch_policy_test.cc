@@ -29,6 +29,9 @@ constexpr DataType kF32 = DataType::kFloat32;
 constexpr absl::Duration kDelay = absl::Microseconds(200);
 constexpr absl::Duration kBackstop = absl::Microseconds(1000);
 constexpr absl::Duration kUs = absl::Microseconds(1);
+// What the batch that keeps the device busy computes (the pool here places
+// by load, so only its count matters).
+constexpr OperatorKind kBusyKind = OperatorKind::kCumulativeSummation;
 
 using Next = DispatchPolicy::AfterQueue;
 
@@ -80,13 +83,13 @@ class DispatchPolicyTest : public ::testing::Test {
 
   // Under sustained load: arrivals that each find the device busy.
   void MakeLoad() {
-    pool_->Claim(slot());
+    pool_->Claim(slot(), kBusyKind, 0, clock_.Now());
     for (int i = 0; i < 16; ++i) {
       ASSERT_FALSE(Arrive(100 + i).arrival.run_here);
       queue_.Take(clock_.Now(), /*idle=*/false, *device_, [](const Batch&) { return true; });
       queue_.RemoveAll();
     }
-    pool_->Release(slot());
+    pool_->Release(slot(), kBusyKind);
     ASSERT_TRUE(policy_.under_load());
   }
 
@@ -113,11 +116,11 @@ TEST_F(DispatchPolicyTest, AtLowLoadACheapJobRunsOnTheSubmittingThreadAndNeverWa
 TEST_F(DispatchPolicyTest, TheSixthArrivalInARowToFindWorkTurnsTheLoadSignalOn) {
   // The signal is a moving average over ~8 arrivals, on at one half:
   // 1 - (7/8)^k crosses 1/2 at k = 6.
-  pool_->Claim(slot());
+  pool_->Claim(slot(), kBusyKind, 0, clock_.Now());
   for (int k = 1; k <= 6; ++k) {
     EXPECT_EQ(Arrive(k).arrival.busy, k >= 6) << k;
   }
-  pool_->Release(slot());
+  pool_->Release(slot(), kBusyKind);
   queue_.RemoveAll();
   // Arrivals that find the device idle and nothing waiting turn it off again.
   int arrivals = 0;
@@ -219,7 +222,7 @@ TEST_F(DispatchPolicyTest, WhileHoldsKeepBeginningTheIdleWorkerLooksEveryBacksto
 
 TEST_F(DispatchPolicyTest, ABusyDeviceWithRoomLooksWhenTheOldestBatchFallsDue) {
   device_->RunOnCallerThread(false);
-  pool_->Claim(slot());  // busy
+  pool_->Claim(slot(), kBusyKind, 0, clock_.Now());  // busy
   const absl::Time t0 = clock_.Now();
   // Nothing runs on a submitting thread and no worker is looking: the
   // arrival wakes one to arm the due time.
@@ -235,12 +238,12 @@ TEST_F(DispatchPolicyTest, ABusyDeviceWithRoomLooksWhenTheOldestBatchFallsDue) {
   policy_.CallerLoopBegins();
   EXPECT_EQ(Arrive(3).next, Next::kNothing);
   policy_.CallerLoopEnds();
-  pool_->Release(slot());
+  pool_->Release(slot(), kBusyKind);
 }
 
 TEST_F(DispatchPolicyTest, ACallerThreadWakesAWorkerForWhatItLeaves) {
   device_->RunOnCallerThread(false);
-  pool_->Claim(slot());
+  pool_->Claim(slot(), kBusyKind, 0, clock_.Now());
   Arrive(1);
   const absl::Time now = clock_.Now();
   // Still running batches itself: a worker only for what a busy device may
@@ -251,7 +254,7 @@ TEST_F(DispatchPolicyTest, ACallerThreadWakesAWorkerForWhatItLeaves) {
   EXPECT_TRUE(policy_.WakeAfterCallerBatch(slot(), /*continues=*/false, now, queue_, *pool_));
   queue_.RemoveAll();
   EXPECT_FALSE(policy_.WakeAfterCallerBatch(slot(), false, now, queue_, *pool_));
-  pool_->Release(slot());
+  pool_->Release(slot(), kBusyKind);
 }
 
 class DispatchPolicyWithoutBackstopTest : public DispatchPolicyTest {

@@ -95,7 +95,7 @@ class PlacementTest : public ::testing::Test {
           taken[b] = true;
           device_of[b] = static_cast<int>(d);
           running[d] = static_cast<int>(b);
-          pool_->Claim(slot(d), now + slot(d).cost.Estimate(kMatMul, batches[b], now));
+          pool_->Claim(slot(d), kMatMul, batches[b], now);
           ends[d] = now + absl::Seconds(truth_[d].Of(batches[b]));
           break;
         }
@@ -110,7 +110,7 @@ class PlacementTest : public ::testing::Test {
       clock_.Set(ends[next]);
       const double units = batches[running[next]];
       slot(next).cost.Observe(kMatMul, units, absl::Seconds(truth_[next].Of(units)), ends[next]);
-      pool_->Release(slot(next));
+      pool_->Release(slot(next), kMatMul);
       running[next] = -1;
       ends[next] = absl::InfiniteFuture();
       ++done;
@@ -131,25 +131,27 @@ TEST_F(PlacementTest, SmallBatchesGoToTheLowFixedCostDeviceLargeOnesToTheHighRat
   EXPECT_EQ(pool_->Best(kMatMul, 153'000, now), &slot(1));
   EXPECT_EQ(pool_->Best(kMatMul, 256.0 * 4096 * 4096, now), &slot(1));  // a 256-row product
   // A busy device is judged by when it frees: the GPU running a batch due to
-  // end in 1 ms loses a large batch that the idle CPU finishes in 0.9 ms.
-  pool_->Claim(slot(1), now + absl::Milliseconds(1));
+  // end in 1 ms (150 µs + 0.05 ns x 17 M) loses a large batch that the idle
+  // CPU finishes in 0.9 ms.
+  pool_->Claim(slot(1), kMatMul, 17e6, now);
   EXPECT_EQ(pool_->Best(kMatMul, 800'000, now), &slot(0));
-  EXPECT_EQ(pool_->FreeAt(slot(1), now), now + absl::Milliseconds(1));
+  EXPECT_NEAR(absl::ToDoubleMicroseconds(pool_->FreeAt(slot(1), now) - now), 1000, 0.01);
   // ...and an idle device is never "free" before now.
   EXPECT_EQ(pool_->FreeAt(slot(0), now), now);
-  pool_->Release(slot(1));
+  pool_->Release(slot(1), kMatMul);
 }
 
 TEST_F(PlacementTest, AnArrivalRunsAtOnceOnlyWhereItFinishesFirst) {
   const absl::Time now = clock_.Now();
   const Operation tiny = t::MatMulOf(t::WeightB(1), t::Scale(1.0f));  // 2x3 by 3x2
   EXPECT_EQ(pool_->IdleSlot(kMatMul, &tiny, now), &slot(0));
-  // The CPU busy for 10 µs: the tiny job still finishes first there, so it
-  // waits for the CPU rather than run on the idle GPU.
-  pool_->Claim(slot(0), now + absl::Microseconds(10));
+  // The CPU busy for 10 µs (5 µs + 1 ns x 5000): the tiny job still
+  // finishes first there, so it waits for the CPU rather than run on the
+  // idle GPU.
+  pool_->Claim(slot(0), kMatMul, 5000, now);
   EXPECT_EQ(pool_->IdleSlot(kMatMul, &tiny, now), nullptr);
   EXPECT_EQ(pool_->Best(kMatMul, 12, now), &slot(0));
-  pool_->Release(slot(0));
+  pool_->Release(slot(0), kMatMul);
 }
 
 // What the scheduler's wakes see: a worker of each device asleep until
@@ -207,11 +209,11 @@ TEST_F(WakePlacementTest, ABusyBestDeviceForTheFirstBatchDoesNotHideAnIdleOneFor
   // The CPU runs a batch (no free worker) and is still where the tiny batch
   // finishes first; the large batch behind it finishes first on the idle
   // GPU, whose worker wakes for it.
-  pool_->Claim(slot(0), clock_.Now() + absl::Microseconds(20));
+  pool_->Claim(slot(0), kMatMul, 15'000, clock_.Now());  // 20 µs
   Enqueue(Tiny(1));
   Enqueue(Large(2));
   EXPECT_EQ(Woken(), std::vector<int>({1}));
-  pool_->Release(slot(0));
+  pool_->Release(slot(0), kMatMul);
 }
 
 TEST_F(PlacementTest, AMixedLoadIsSplitWithinTenPercentOfTheBestSplit) {
@@ -300,6 +302,86 @@ TEST_F(PlacementTest, ADeviceThatSlowedDownAndRecoveredGetsWorkAgain) {
   const double estimate =
       absl::ToDoubleSeconds(slot(1).cost.Estimate(kMatMul, units, clock_.Now()));
   EXPECT_NEAR(estimate, kGpu.Of(units), 0.1 * kGpu.Of(units));
+}
+
+// Devices with several workers each, seeded as the fixture's, where the
+// GPU's calibration may be far off (lavapipe's, measured on an idle machine,
+// was 100x short under load).
+class TrialTest : public ::testing::Test {
+ protected:
+  TrialTest() {
+    std::vector<std::unique_ptr<Device>> devices;
+    devices.push_back(std::make_unique<t::TestDevice>("cpu", /*max_inflight_batches=*/2));
+    devices.push_back(std::make_unique<t::TestDevice>("gpu", /*max_inflight_batches=*/4));
+    pool_ = std::make_unique<DevicePool>(std::move(devices), std::vector<std::unique_ptr<Device>>{},
+                                         Placement::kCost);
+    cpu().cost.Seed(kMatMul, kCpu.fixed_seconds, kCpu.seconds_per_unit);
+    gpu().cost.Seed(kMatMul, kGpu.fixed_seconds, kGpu.seconds_per_unit);
+  }
+  DevicePool::Slot& cpu() { return pool_->at(0); }
+  DevicePool::Slot& gpu() { return pool_->at(1); }
+  // A batch of `units` that ran on `slot` from now and took `took`.
+  void Ran(DevicePool::Slot& slot, double units, absl::Duration took) {
+    pool_->Claim(slot, kMatMul, units, clock_.Now());
+    clock_.Advance(took);
+    slot.cost.Observe(kMatMul, units, took, clock_.Now());
+    pool_->Release(slot, kMatMul);
+  }
+  // Occupies both CPU workers with batches estimated to take 1 ms.
+  void BusyCpu() {
+    for (int i = 0; i < 2; ++i) pool_->Claim(cpu(), kMatMul, 995'000, clock_.Now());
+  }
+
+  static constexpr double kTiny = 1'000;  // 6 µs on the CPU, 150 µs on the GPU
+  FakeClock clock_;
+  std::unique_ptr<DevicePool> pool_;
+};
+
+TEST_F(TrialTest, AnUnconfirmedEstimateIsTriedOneBatchAtATime) {
+  Ran(cpu(), kTiny, absl::Microseconds(6));  // the CPU's estimate is confirmed
+  BusyCpu();
+  ASSERT_FALSE(gpu().cost.Confirmed(kMatMul, clock_.Now()));
+  // The GPU's calibrated 150 µs beats waiting 1 ms for the CPU: it gets the
+  // batch, as a trial.
+  EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &gpu());
+  pool_->Claim(gpu(), kMatMul, kTiny, clock_.Now());
+  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 1);
+  // While it runs, the next batches go to the confirmed CPU, though three
+  // GPU workers are free and its estimate still looks better.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu()) << i;
+  // The trial took 100x its estimate: the GPU learns it and loses the work.
+  const absl::Duration took = absl::Milliseconds(15);
+  clock_.Advance(took);
+  gpu().cost.Observe(kMatMul, kTiny, took, clock_.Now());
+  pool_->Release(gpu(), kMatMul);
+  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 0);
+  EXPECT_TRUE(gpu().cost.Confirmed(kMatMul, clock_.Now()));
+  EXPECT_GT(gpu().cost.Estimate(kMatMul, kTiny, clock_.Now()), absl::Milliseconds(3));
+  for (int i = 0; i < 2; ++i) pool_->Release(cpu(), kMatMul);
+  EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
+}
+
+TEST_F(TrialTest, AConfirmedEstimateTakesBatchesOnEveryWorker) {
+  Ran(cpu(), kTiny, absl::Microseconds(6));
+  Ran(gpu(), kTiny, absl::Microseconds(150));  // the calibration was right
+  BusyCpu();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &gpu()) << i;
+    pool_->Claim(gpu(), kMatMul, kTiny, clock_.Now());
+  }
+  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 0);
+  // An estimate is confirmed for kConfirmedFor after its last batch.
+  EXPECT_FALSE(gpu().cost.Confirmed(kMatMul, clock_.Now() + CostModel::kConfirmedFor));
+}
+
+TEST_F(TrialTest, WithNoEstimateConfirmedTheBestDeviceTakesMoreThanOneBatch) {
+  // At start-up (or after a quiet spell) nothing is confirmed: a trial on
+  // the CPU does not push the next tiny batch to the GPU.
+  ASSERT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
+  pool_->Claim(cpu(), kMatMul, kTiny, clock_.Now());
+  EXPECT_EQ(cpu().trials[static_cast<size_t>(kMatMul)], 1);
+  EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
+  pool_->Release(cpu(), kMatMul);
 }
 
 TEST(CostModelTest, LearnsAnUnseededDeviceAndSharesErrorsByPart) {
