@@ -130,25 +130,20 @@ absl::Time DevicePool::FreeAt(const Slot& slot, absl::Time now) const {
 
 DevicePool::Slot* DevicePool::Best(OperatorKind kind, double units, absl::Time now) {
   Slot* best = nullptr;
-  Slot* best_confirmed = nullptr;
   absl::Time best_end = absl::InfiniteFuture();
-  absl::Time best_confirmed_end = absl::InfiniteFuture();
   for (const auto& slot : slots_) {
     if (!ServedBy(*slot).test(Index(kind))) continue;
-    const absl::Time end = FreeAt(*slot, now) + slot->cost.Estimate(kind, units, now);
+    // Behind a trial, the device is free once everything it runs is
+    // estimated to end (it starts no other batch of `kind` meanwhile).
+    const absl::Time free =
+        OnTrial(*slot, kind) && !slot->running_ends.empty()
+            ? std::max(now, *std::max_element(slot->running_ends.begin(), slot->running_ends.end()))
+            : FreeAt(*slot, now);
+    const absl::Time end = free + slot->cost.Estimate(kind, units, now);
     if (best == nullptr || end < best_end) {
       best = slot.get();
       best_end = end;
     }
-    if (slot->cost.Confirmed(kind, now) &&
-        (best_confirmed == nullptr || end < best_confirmed_end)) {
-      best_confirmed = slot.get();
-      best_confirmed_end = end;
-    }
-  }
-  // One trial at a time on an unconfirmed estimate (see the header).
-  if (best != nullptr && best->trials[Index(kind)] > 0 && best_confirmed != nullptr) {
-    return best_confirmed;
   }
   return best;
 }
@@ -157,8 +152,9 @@ bool DevicePool::Prefers(const Slot& slot, OperatorKind kind, double units, absl
                          Slot** best) {
   if (placement_ != Placement::kCost) return true;
   Slot* first = Best(kind, units, now);
-  if (best != nullptr) *best = first;
-  return first == &slot;
+  const bool waits_for_trial = first != nullptr && OnTrial(*first, kind);
+  if (best != nullptr) *best = waits_for_trial ? nullptr : first;
+  return first == &slot && !waits_for_trial;
 }
 
 DevicePool::Slot* DevicePool::IdleSlot(OperatorKind kind, const Operation* operation,

@@ -26,11 +26,13 @@
 //       estimate fades toward its calibration.) Fallbacks join the
 //       primaries as peers (they still serve when every GPU is lost).
 //       An estimate no batch has confirmed lately (CostModel::Confirmed)
-//       may be far off, so it is tried one batch at a time: while such a
-//       trial runs on a device, the next batch of that operator goes to
-//       the best device whose estimate is confirmed, if there is one. A
-//       wrong calibration (lavapipe's, measured on an idle machine, was
-//       100x short under load) then costs one batch, not one per worker;
+//       may be far off, so a device tries it one batch at a time: while
+//       such a trial runs, the device starts no other batch of that
+//       operator, and the next one is placed as if queued behind the trial
+//       (it waits for the device when even then it finishes first there,
+//       as a large product would; a tiny one goes elsewhere). A wrong
+//       calibration (lavapipe's, measured on an idle machine, was 100x
+//       short under load) then costs one batch, not one per worker;
 //  - which operators each device runs (Device::Supports). When every device
 //    runs every operator (the usual case, and the fast path), the rules
 //    above hold as stated. In a *mixed* pool, where some device serves a
@@ -156,19 +158,24 @@ class DevicePool {
   // batches (with kCost, Prefers decides per batch).
   bool ShouldTake(const Slot& slot) const;
 
-  // kCost: whether `slot` should run a batch of `kind` and `units` of work:
-  // it is where the batch finishes first (see above). `best`, when not null,
-  // is set to where it does. Always true with kLeastLoaded.
+  // kCost: whether `slot` should run a batch of `kind` and `units` of work
+  // now: it is where the batch finishes first (see above) and runs no trial
+  // of `kind`. `best`, when not null, is set to where the batch finishes
+  // first, or null when that device runs a trial of `kind` (it takes the
+  // batch once the trial ends; waking it would be in vain). Always true
+  // with kLeastLoaded.
   bool Prefers(const Slot& slot, OperatorKind kind, double units, absl::Time now,
                Slot** best = nullptr);
   // kCost: the serving device of `kind` where a batch of `units` finishes
-  // first (ties: the first in the pool), unless a trial of `kind` runs
-  // there and a device with a confirmed estimate serves `kind` (then the
-  // best of those); null when none serves.
+  // first (ties: the first in the pool), counting a device that runs a
+  // trial of `kind` free only when all it runs is estimated to end; null
+  // when none serves.
   Slot* Best(OperatorKind kind, double units, absl::Time now);
   // kCost: when a worker of `slot` is free: now, or the earliest estimated
   // end of its running batches (never before now).
   absl::Time FreeAt(const Slot& slot, absl::Time now) const;
+  // kCost: whether a trial of `kind` runs on `slot` (see above).
+  bool OnTrial(const Slot& slot, OperatorKind kind) const { return slot.trials[Index(kind)] > 0; }
 
   // In a pool where some device serves a subset of the operators, those
   // `slot` takes (ServedBy), so that it looks only at their batches; nullopt

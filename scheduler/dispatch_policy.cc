@@ -17,6 +17,8 @@ DispatchPolicy::Arrival DispatchPolicy::Arrive(const Operation& operation, Opera
     // Where it finishes first; it runs at once only there, and only if idle
     // (IdleSlot's rule, without asking Best twice on the request path).
     arrival.preferred = pool.Best(kind, JobWorkUnits(operation) + SharedWorkUnits(operation), now);
+    arrival.preferred_on_trial =
+        arrival.preferred != nullptr && pool.OnTrial(*arrival.preferred, kind);
     if (options_.arrivals_take_idle_devices && arrival.preferred != nullptr &&
         arrival.preferred->idle()) {
       arrival.idle = arrival.preferred;
@@ -54,6 +56,9 @@ DispatchPolicy::AfterQueue DispatchPolicy::Queued(const Arrival& arrival, bool w
   // startable for it, or a due time appeared to wait for (and no submitting
   // thread will look at the queue after its batch).
   const bool became_runnable = !was_runnable_for_busy && queue.HasRunnable(now, /*idle=*/false);
+  // A device running a trial of the job's operator takes it once the trial
+  // ends (on the thread that ran the trial, or one it wakes).
+  if (arrival.preferred_on_trial) return AfterQueue::kNothing;
   return became_runnable || (was_empty && caller_loops_ == 0) ? AfterQueue::kWakeOne
                                                               : AfterQueue::kNothing;
 }
@@ -65,7 +70,12 @@ void DispatchPolicy::WakeForQueue(absl::Time now, const BatchQueue& queue, Devic
   absl::InlinedVector<DevicePool::Slot*, BatchQueue::kResidencyWindow> woken;
   for (const Batch* batch : upcoming) {
     DevicePool::Slot* best = pool.Best(batch->key.kind(), BatchWorkUnits(*batch), now);
-    if (best == nullptr || std::find(woken.begin(), woken.end(), best) != woken.end()) continue;
+    // A device running a trial of the batch's operator takes it after the
+    // trial, unwoken (see Queued).
+    if (best == nullptr || pool.OnTrial(*best, batch->key.kind()) ||
+        std::find(woken.begin(), woken.end(), best) != woken.end()) {
+      continue;
+    }
     woken.push_back(best);
     pool.WakeOne(/*busy_may_take=*/true, best);
   }

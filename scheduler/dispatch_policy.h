@@ -72,6 +72,9 @@ class DispatchPolicy {
     // Placement::kCost: where it would finish first (the device to wake for
     // it); null otherwise.
     DevicePool::Slot* preferred = nullptr;
+    // `preferred` runs a trial of the job's operator (DevicePool::OnTrial):
+    // the job waits for it to end, and waking the device would be in vain.
+    bool preferred_on_trial = false;
   };
   Arrival Arrive(const Operation& operation, OperatorKind kind, absl::Time now,
                  const BatchQueue& queue, DevicePool& pool);
@@ -82,6 +85,7 @@ class DispatchPolicy {
   enum class AfterQueue {
     kNothing,
     kWakeOne,   // DevicePool::WakeOne(true, arrival.preferred)
+                // (never when arrival.preferred_on_trial)
     kTakeHere,  // take a cheap batch for arrival.idle and run it here
   };
   AfterQueue Queued(const Arrival& arrival, bool was_empty, bool was_runnable_for_busy,

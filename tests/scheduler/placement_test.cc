@@ -324,6 +324,10 @@ class TrialTest : public ::testing::Test {
   void Ran(DevicePool::Slot& slot, double units, absl::Duration took) {
     pool_->Claim(slot, kMatMul, units, clock_.Now());
     clock_.Advance(took);
+    Ends(slot, units, took);
+  }
+  // A batch of `units` claimed on `slot` ends now, having taken `took`.
+  void Ends(DevicePool::Slot& slot, double units, absl::Duration took) {
     slot.cost.Observe(kMatMul, units, took, clock_.Now());
     pool_->Release(slot, kMatMul);
   }
@@ -331,8 +335,13 @@ class TrialTest : public ::testing::Test {
   void BusyCpu() {
     for (int i = 0; i < 2; ++i) pool_->Claim(cpu(), kMatMul, 995'000, clock_.Now());
   }
+  bool Prefers(DevicePool::Slot& slot, double units, DevicePool::Slot** best = nullptr) {
+    return pool_->Prefers(slot, kMatMul, units, clock_.Now(), best);
+  }
 
   static constexpr double kTiny = 1'000;  // 6 µs on the CPU, 150 µs on the GPU
+  // A 256 x 4096 x 4096 product: 4.3 s on the CPU, 215 ms on the GPU.
+  static constexpr double kLarge = 256.0 * 4096 * 4096;
   FakeClock clock_;
   std::unique_ptr<DevicePool> pool_;
 };
@@ -341,47 +350,101 @@ TEST_F(TrialTest, AnUnconfirmedEstimateIsTriedOneBatchAtATime) {
   Ran(cpu(), kTiny, absl::Microseconds(6));  // the CPU's estimate is confirmed
   BusyCpu();
   ASSERT_FALSE(gpu().cost.Confirmed(kMatMul, clock_.Now()));
-  // The GPU's calibrated 150 µs beats waiting 1 ms for the CPU: it gets the
-  // batch, as a trial.
-  EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &gpu());
+  // The GPU's calibrated 150 µs beats waiting 1 ms for the CPU: it takes
+  // the batch, as a trial.
+  EXPECT_TRUE(Prefers(gpu(), kTiny));
   pool_->Claim(gpu(), kMatMul, kTiny, clock_.Now());
-  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 1);
-  // While it runs, the next batches go to the confirmed CPU, though three
-  // GPU workers are free and its estimate still looks better.
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu()) << i;
-  // The trial took 100x its estimate: the GPU learns it and loses the work.
-  const absl::Duration took = absl::Milliseconds(15);
-  clock_.Advance(took);
-  gpu().cost.Observe(kMatMul, kTiny, took, clock_.Now());
-  pool_->Release(gpu(), kMatMul);
-  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 0);
+  EXPECT_TRUE(pool_->OnTrial(gpu(), kMatMul));
+  // The next one would still finish first there behind the trial (300 µs),
+  // but none of the three free GPU workers starts it beside the trial, and
+  // nobody is woken for it.
+  DevicePool::Slot* best = &cpu();
+  EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &gpu());
+  EXPECT_FALSE(Prefers(gpu(), kTiny, &best));
+  EXPECT_EQ(best, nullptr);
+  EXPECT_FALSE(Prefers(cpu(), kTiny));
+  // The CPU frees before the trial ends (it took 100x its estimate): the
+  // CPU takes what waits.
+  clock_.Advance(absl::Milliseconds(1));
+  for (int i = 0; i < 2; ++i) Ends(cpu(), 995'000, absl::Milliseconds(1));
+  EXPECT_TRUE(Prefers(cpu(), kTiny));
+  clock_.Advance(absl::Milliseconds(14));
+  Ends(gpu(), kTiny, absl::Milliseconds(15));
+  // The trial taught the GPU what it costs: it loses tiny batches.
+  EXPECT_FALSE(pool_->OnTrial(gpu(), kMatMul));
   EXPECT_TRUE(gpu().cost.Confirmed(kMatMul, clock_.Now()));
   EXPECT_GT(gpu().cost.Estimate(kMatMul, kTiny, clock_.Now()), absl::Milliseconds(3));
-  for (int i = 0; i < 2; ++i) pool_->Release(cpu(), kMatMul);
   EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
 }
 
-TEST_F(TrialTest, AConfirmedEstimateTakesBatchesOnEveryWorker) {
-  Ran(cpu(), kTiny, absl::Microseconds(6));
-  Ran(gpu(), kTiny, absl::Microseconds(150));  // the calibration was right
-  BusyCpu();
+TEST_F(TrialTest, ALargeBatchWaitsBehindATrialRatherThanRunTwentyTimesSlower) {
+  Ran(cpu(), kTiny, absl::Microseconds(6));  // the CPU's estimate is confirmed
+  // Two large products after a quiet spell: the first is the GPU's trial;
+  // the second waits for it (430 ms) rather than take 4.3 s on the CPU.
+  ASSERT_TRUE(Prefers(gpu(), kLarge));
+  pool_->Claim(gpu(), kMatMul, kLarge, clock_.Now());
+  EXPECT_EQ(pool_->Best(kMatMul, kLarge, clock_.Now()), &gpu());
+  EXPECT_FALSE(Prefers(cpu(), kLarge));
+  EXPECT_FALSE(Prefers(gpu(), kLarge));
+  // The trial took what was estimated: the GPU takes the next ones on every
+  // worker.
+  const absl::Duration took = absl::Seconds(kGpu.Of(kLarge));
+  clock_.Advance(took);
+  Ends(gpu(), kLarge, took);
   for (int i = 0; i < 4; ++i) {
-    ASSERT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &gpu()) << i;
-    pool_->Claim(gpu(), kMatMul, kTiny, clock_.Now());
+    ASSERT_TRUE(Prefers(gpu(), kLarge)) << i;
+    pool_->Claim(gpu(), kMatMul, kLarge, clock_.Now());
   }
-  EXPECT_EQ(gpu().trials[static_cast<size_t>(kMatMul)], 0);
+  EXPECT_FALSE(pool_->OnTrial(gpu(), kMatMul));
   // An estimate is confirmed for kConfirmedFor after its last batch.
   EXPECT_FALSE(gpu().cost.Confirmed(kMatMul, clock_.Now() + CostModel::kConfirmedFor));
 }
 
-TEST_F(TrialTest, WithNoEstimateConfirmedTheBestDeviceTakesMoreThanOneBatch) {
+TEST_F(TrialTest, WithNothingConfirmedATrialOnTheCpuKeepsTinyBatchesThere) {
   // At start-up (or after a quiet spell) nothing is confirmed: a trial on
-  // the CPU does not push the next tiny batch to the GPU.
-  ASSERT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
+  // the CPU does not push the next tiny batch to the GPU; it follows the
+  // trial, 6 µs later.
+  ASSERT_TRUE(Prefers(cpu(), kTiny));
   pool_->Claim(cpu(), kMatMul, kTiny, clock_.Now());
-  EXPECT_EQ(cpu().trials[static_cast<size_t>(kMatMul)], 1);
+  EXPECT_TRUE(pool_->OnTrial(cpu(), kMatMul));
   EXPECT_EQ(pool_->Best(kMatMul, kTiny, clock_.Now()), &cpu());
-  pool_->Release(cpu(), kMatMul);
+  EXPECT_FALSE(Prefers(gpu(), kTiny));
+  clock_.Advance(absl::Microseconds(6));
+  Ends(cpu(), kTiny, absl::Microseconds(6));
+  EXPECT_TRUE(Prefers(cpu(), kTiny));
+}
+
+TEST_F(TrialTest, NobodyIsWokenForWhatWaitsBehindATrial) {
+  for (size_t i = 0; i < pool_->size(); ++i) {
+    pool_->at(i).waiting = 1;
+    pool_->at(i).wait_deadlines = {absl::InfiniteFuture()};
+  }
+  Ran(cpu(), kTiny, absl::Microseconds(6));
+  BusyCpu();
+  pool_->Claim(gpu(), kMatMul, kTiny, clock_.Now());  // the GPU's trial
+  BatchQueue queue({64, 1ull << 30, absl::Microseconds(200)});
+  DispatchPolicy policy({absl::Milliseconds(1), true});
+  // A tiny product arrives; it finishes first on the GPU, behind the trial.
+  std::shared_ptr<Job> job = t::NewJob(t::MatMulOf(t::WeightB(1), t::Scale(1.0f)))->job;
+  job->enqueue_time = clock_.Now();
+  const DispatchPolicy::Arrival arrival =
+      policy.Arrive(job->operation, kMatMul, clock_.Now(), queue, *pool_);
+  EXPECT_EQ(arrival.preferred, &gpu());
+  EXPECT_TRUE(arrival.preferred_on_trial);
+  EXPECT_EQ(arrival.idle, nullptr);
+  CompatibilityKey key = CompatibilityKey::For(job->operation);
+  queue.Add(job, std::move(key), OperationBytes(job->operation));
+  EXPECT_EQ(policy.Queued(arrival, /*was_empty=*/true, false, clock_.Now(), queue, *pool_),
+            DispatchPolicy::AfterQueue::kNothing);
+  policy.WakeForQueue(clock_.Now(), queue, *pool_);
+  EXPECT_EQ(gpu().wakes_pending, 0);
+  EXPECT_EQ(cpu().wakes_pending, 0);
+  // Once the trial ends (as estimated), what waits wakes the GPU.
+  clock_.Advance(absl::Microseconds(150));
+  Ends(gpu(), kTiny, absl::Microseconds(150));
+  policy.WakeForQueue(clock_.Now(), queue, *pool_);
+  EXPECT_EQ(gpu().wakes_pending, 1);
+  queue.RemoveAll();
 }
 
 TEST(CostModelTest, LearnsAnUnseededDeviceAndSharesErrorsByPart) {

@@ -60,7 +60,11 @@ _BALANCED_STREAM_TRIES = 5
 
 _BALANCED_SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
-        "name": [{"service": "dmlserve.v1.OperatorService"}],
+        # ExecuteStream is left out, as in the C++ client (endpoint_set.cc): gRPC's replay of
+        # a stream's messages on a new attempt lost one now and then; ExecuteMany/stream()
+        # resend what a stream left unanswered on a new stream themselves.
+        "name": [{"service": "dmlserve.v1.OperatorService", "method": m}
+                 for m in ("Execute", "RegisterTensor", "ReleaseTensor", "GetServerInfo")],
         "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.01s", "maxBackoff": "0.2s",
                         "backoffMultiplier": 2,
                         "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]},
