@@ -108,8 +108,12 @@ void DevicePool::Claim(Slot& slot, OperatorKind kind, double units, absl::Time n
   if (!slot.cost.Confirmed(kind, now)) ++slot.trials[Index(kind)];
 }
 
-void DevicePool::Release(Slot& slot, OperatorKind kind) {
+void DevicePool::Release(Slot& slot, OperatorKind kind, const Measured* measured) {
   DMLSERVE_DCHECK(slot.inflight > 0 && inflight_batches_ > 0);
+  // Every placement learns, so that the estimates are there to see
+  // (metrics) whether or not they place batches.
+  if (measured != nullptr)
+    slot.cost.Observe(kind, measured->units, measured->took, measured->ended);
   --slot.inflight;
   --inflight_batches_;
   if (placement_ != Placement::kCost) return;

@@ -197,11 +197,22 @@ class DevicePool {
   // kCost it runs until its estimated end, and is a trial when the estimate
   // is unconfirmed. Every Claim is matched by one Release.
   void Claim(Slot& slot, OperatorKind kind, double units, absl::Time now);
-  // Counts a batch of `kind` claimed on `slot` as done (it ran, or failed;
-  // learn from it first, so that a trial that ran confirms the estimate).
-  void Release(Slot& slot, OperatorKind kind);
+  // What a batch that ran took: its units of work (BatchWorkUnits) and
+  // time, ending at `ended`.
+  struct Measured {
+    double units = 0;
+    absl::Duration took;
+    absl::Time ended;
+  };
+  // Counts a batch of `kind` claimed on `slot` as done. `measured`: it ran
+  // (null: it failed), and the device's cost model learns from it first, so
+  // that a trial that ran confirms its estimate.
+  void Release(Slot& slot, OperatorKind kind, const Measured* measured = nullptr);
   // Batches running now, on every device.
   int inflight_batches() const { return inflight_batches_; }
+
+  // A worker of `slot` leaves for good (shutdown, or no recovery).
+  void WorkerExited(Slot& slot) { ++slot.exited; }
 
   // Blocks a worker of `slot` on `mu` until woken or `deadline`.
   void Wait(Slot& slot, absl::Mutex* mu, absl::Time deadline);

@@ -215,7 +215,7 @@ void Scheduler::WorkerLoop(Slot* slot) {
     if (batch != nullptr) RunAndFinish(slot, std::move(batch), /*busy=*/false);
     mu_.Lock();
   }
-  ++slot->exited;
+  pool_.WorkerExited(*slot);
   mu_.Unlock();
 }
 
@@ -260,12 +260,10 @@ void Scheduler::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
 bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   Answers answers;
   absl::Status failure;
-  // What the device's cost model learns from (before the jobs' operations
-  // are handed to their answers). Every placement learns, so that the
-  // estimates are there to see (metrics) whether or not they place batches.
-  const double units = BatchWorkUnits(*batch);
-  const OperatorKind kind = batch->key.kind();
-  absl::Duration took;
+  // What the device's cost model learns from (counted before the jobs'
+  // operations are handed to their answers).
+  DevicePool::Measured measured;
+  measured.units = BatchWorkUnits(*batch);
   {
     const BusyCoresScope cores(busy);
     if (options_.injected_batch_delay > absl::ZeroDuration()) {
@@ -276,15 +274,15 @@ bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy
     // meanwhile the device can run the next batch on another thread.
     const absl::Time start = clock_->Now();
     failure = ExecuteBatch(*slot->device, *batch, observer_, answers);
-    took = clock_->Now() - start;
+    measured.ended = clock_->Now();
+    measured.took = measured.ended - start;
   }
   std::vector<UnrunJob> unrun;
   bool removed_now;
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
-    if (failure.ok()) slot->cost.Observe(kind, units, took, clock_->Now());
-    removed_now = FinishBatchLocked(slot, std::move(batch), failure, unrun);
+    removed_now = FinishBatchLocked(slot, std::move(batch), failure, measured, unrun);
     devices_left = pool_.healthy();
   }
   if (removed_now && observer_ != nullptr) {
@@ -308,8 +306,9 @@ void Scheduler::DeliverAnswers(Answers& answers) {
 }
 
 bool Scheduler::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
-                                  const absl::Status& failure, std::vector<UnrunJob>& unrun) {
-  pool_.Release(*slot, batch->key.kind());
+                                  const absl::Status& failure, const DevicePool::Measured& measured,
+                                  std::vector<UnrunJob>& unrun) {
+  pool_.Release(*slot, batch->key.kind(), failure.ok() ? &measured : nullptr);
   if (pool_.stopping() && pool_.inflight_batches() == 0) pool_.WakeAll();
   if (failure.ok()) {
     ++delivering_;  // its answers are on their way (DeliverAnswers)

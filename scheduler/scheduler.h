@@ -157,11 +157,13 @@ class Scheduler : private JobCancellationListener {
   // Delivers `answers` of a batch that ran (FinishBatchLocked counted them in
   // delivering_), outside the lock.
   void DeliverAnswers(Answers& answers);
-  // Accounts for a batch that left `slot` (ran, or failed with `failure`:
-  // then takes the device out and hands the batch to FailOver). Returns
-  // whether this call took the device out.
+  // Accounts for a batch that left `slot`: it ran (`measured`, what the
+  // device's cost model learns from), or failed with `failure` (then takes
+  // the device out and hands the batch to FailOver). Returns whether this
+  // call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
-                         std::vector<UnrunJob>& unrun) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                         const DevicePool::Measured& measured, std::vector<UnrunJob>& unrun)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a cancelled job that still waits (JobCancellationListener).
   void OnJobCancelled(Job& job) override;
   void NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -109,8 +109,8 @@ class PlacementTest : public ::testing::Test {
       if (ends[next] == absl::InfiniteFuture()) break;
       clock_.Set(ends[next]);
       const double units = batches[running[next]];
-      slot(next).cost.Observe(kMatMul, units, absl::Seconds(truth_[next].Of(units)), ends[next]);
-      pool_->Release(slot(next), kMatMul);
+      const DevicePool::Measured ran{units, absl::Seconds(truth_[next].Of(units)), ends[next]};
+      pool_->Release(slot(next), kMatMul, &ran);
       running[next] = -1;
       ends[next] = absl::InfiniteFuture();
       ++done;
@@ -328,8 +328,8 @@ class TrialTest : public ::testing::Test {
   }
   // A batch of `units` claimed on `slot` ends now, having taken `took`.
   void Ends(DevicePool::Slot& slot, double units, absl::Duration took) {
-    slot.cost.Observe(kMatMul, units, took, clock_.Now());
-    pool_->Release(slot, kMatMul);
+    const DevicePool::Measured ran{units, took, clock_.Now()};
+    pool_->Release(slot, kMatMul, &ran);
   }
   // Occupies both CPU workers with batches estimated to take 1 ms.
   void BusyCpu() {
