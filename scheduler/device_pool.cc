@@ -54,6 +54,7 @@ std::vector<DeviceStatus> DevicePool::Statuses(absl::Time now) const {
     status.fallback = slot->fallback;
     for (int kind = 0; kind < kOperatorKindCount; ++kind) {
       status.costs[kind] = slot->cost.LineAt(static_cast<OperatorKind>(kind), now);
+      status.confirmed[kind] = slot->cost.Confirmed(static_cast<OperatorKind>(kind), now);
     }
   }
   return statuses;

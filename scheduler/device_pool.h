@@ -76,6 +76,9 @@ struct DeviceStatus {
   // OperatorKind): learned from every batch, and calibrated at start-up
   // with Placement::kCost, which places batches by it.
   std::array<CostLine, kOperatorKindCount> costs;
+  // Whether a batch measured each estimate lately (CostModel::Confirmed);
+  // a batch placed on an unconfirmed one is a trial (DevicePool).
+  std::array<bool, kOperatorKindCount> confirmed{};
   uint64_t memory_bytes = 0;
   uint64_t resident_bytes = 0;  // of which registered tensors' resident copies
 };

@@ -140,6 +140,23 @@ void ServiceMetrics::ObserveDevices(const Scheduler* scheduler) {
                  "Each device's estimated cost per unit of work of a batch, per operator (a scan's "
                  "elements; a matrix multiply's MACs plus the bytes of B).",
                  cost_gauge(false));
+    gauges_->Add(
+        "dmlserve_device_cost_confirmed",
+        "1 while a batch measured the device's estimate for the operator in the last 5 s; "
+        "with --placement=cost a device tries an unconfirmed estimate one batch at a "
+        "time.",
+        [scheduler] {
+          metrics::ScrapeTimeGauges::Samples samples;
+          for (const DeviceStatus& device : scheduler->devices()) {
+            for (int kind = 0; kind < kOperatorKindCount; ++kind) {
+              samples.push_back(
+                  {{{"device", device.description.name},
+                    {"operator", std::string(OperatorName(static_cast<OperatorKind>(kind)))}},
+                   device.confirmed[kind] ? 1.0 : 0.0});
+            }
+          }
+          return samples;
+        });
   }
   gauges_->Add(
       "dmlserve_healthy_devices",

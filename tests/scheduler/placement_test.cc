@@ -396,8 +396,12 @@ TEST_F(TrialTest, ALargeBatchWaitsBehindATrialRatherThanRunTwentyTimesSlower) {
     pool_->Claim(gpu(), kMatMul, kLarge, clock_.Now());
   }
   EXPECT_FALSE(pool_->OnTrial(gpu(), kMatMul));
-  // An estimate is confirmed for kConfirmedFor after its last batch.
-  EXPECT_FALSE(gpu().cost.Confirmed(kMatMul, clock_.Now() + CostModel::kConfirmedFor));
+  // An estimate is confirmed for kConfirmedFor after its last batch, as
+  // the pool reports it (dmlserve_device_cost_confirmed).
+  const size_t matmul = static_cast<size_t>(kMatMul);
+  EXPECT_TRUE(pool_->Statuses(clock_.Now())[1].confirmed[matmul]);
+  EXPECT_FALSE(pool_->Statuses(clock_.Now() + CostModel::kConfirmedFor)[1].confirmed[matmul]);
+  EXPECT_FALSE(pool_->Statuses(clock_.Now())[1].confirmed[0]);  // no scan measured
 }
 
 TEST_F(TrialTest, WithNothingConfirmedATrialOnTheCpuKeepsTinyBatchesThere) {

@@ -73,6 +73,16 @@ TEST_F(CostPlacementTest, TinyRequestsGoToTheCpuPeerAndEveryAnswerIsRight) {
   const double cpu = Batches("cpu:0");
   const double gpu = Batches("d3d12:0");
   EXPECT_GT(cpu, 0);
+  // Whether each estimate was measured lately is there for every device and
+  // operator (its value depends on timing: 0 or 1).
+  for (const char* device : {"cpu:0", "d3d12:0"}) {
+    for (const char* op : kOperators) {
+      const double confirmed =
+          Metric("dmlserve_device_cost_confirmed", {{"device", device}, {"operator", op}})
+              .value_or(-1);
+      EXPECT_TRUE(confirmed == 0 || confirmed == 1) << device << " " << op << ": " << confirmed;
+    }
+  }
   // Tiny batches finish first on the CPU. Not all need to: the estimates
   // are learned from measured times, which a loaded CI machine inflates now
   // and then (a preempted batch), so the margin is wide.
