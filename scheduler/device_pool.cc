@@ -113,8 +113,9 @@ void DevicePool::Release(Slot& slot, OperatorKind kind, const Measured* measured
   DMLSERVE_DCHECK(slot.inflight > 0 && inflight_batches_ > 0);
   // Every placement learns, so that the estimates are there to see
   // (metrics) whether or not they place batches.
-  if (measured != nullptr)
+  if (measured != nullptr) {
     slot.cost.Observe(kind, measured->units, measured->took, measured->ended);
+  }
   --slot.inflight;
   --inflight_batches_;
   if (placement_ != Placement::kCost) return;

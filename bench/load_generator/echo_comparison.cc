@@ -63,17 +63,12 @@ struct PairedRatios {
   std::vector<double> p50;
 };
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
-std::string Spread(const std::vector<double>& values) {
+// The median (p50, nearest rank), lowest and highest.
+std::string Spread(std::vector<double> values) {
   if (values.empty()) return "-";
-  const auto [low, high] = std::minmax_element(values.begin(), values.end());
-  return absl::StrFormat("%.2fx (%.2f-%.2f)", Median(values), *low, *high);
+  std::sort(values.begin(), values.end());
+  return absl::StrFormat("%.2fx (%.2f-%.2f)", Percentile(values, 50), values.front(),
+                         values.back());
 }
 
 }  // namespace
