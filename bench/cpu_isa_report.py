@@ -5,7 +5,11 @@ same ISA. Prints a markdown table. Not run by CI; see docs/benchmarks.md.
 
   /usr/bin/python3 bench/cpu_isa_report.py --isa=avx2 [--bench=build/bench/dmlserve_bench]
       [--baseline=OLD/dmlserve_bench] [--onednn=build/bench/dmlserve_onednn_bench]
-      [--rounds=3] [--filter=REGEX] [--min_time=0.4]
+      [--ort=bench/onnxruntime/ort_qgemm_bench.py] [--rounds=3] [--filter=REGEX] [--min_time=0.4]
+
+--ort adds ONNX Runtime (its Python package, which must be importable by the python3 on PATH)
+on the same cases, interleaved with the others in every round. ORT has no switch for its ISA: it
+runs its best path for the machine, so its column means most with --isa at the machine's best.
 
 This machine's readings drift (a probe once moved 2x within minutes), so the limits are measured
 between the cases in every round, and each figure keeps its best reading of all rounds. Each case's
@@ -78,12 +82,13 @@ def main():
   parser.add_argument('--bench', default='build/bench/dmlserve_bench')
   parser.add_argument('--baseline')
   parser.add_argument('--onednn')
+  parser.add_argument('--ort')
   parser.add_argument('--rounds', type=int, default=3)
   parser.add_argument('--filter', default=DEFAULT_FILTER)
   parser.add_argument('--min_time', default='0.4')
   args = parser.parse_args()
   env = {'DMLSERVE_CPU_ISA': args.isa}
-  limits, ours, base, onednn = {}, {}, {}, {}
+  limits, ours, base, onednn, ort = {}, {}, {}, {}, {}
   wrong = set()  # cases oneDNN computed wrongly (timed anyway)
   avx2_steps = '|Avx2SaturatingPeak|Avx2ExactWideningPeak' if args.isa == 'avx2' else ''
   limit_filter = f'MachineLimit_({STEP[args.isa]}{avx2_steps}|ReadBandwidth)'
@@ -102,6 +107,9 @@ def main():
         best(onednn, name, b.get('GOP/s'))
         if b.get('wrong_output'):
           wrong.add(name)
+    if args.ort:
+      for (_, name), b in run(args.ort, f'BM_OrtQGemm/({args.filter})', {}, args.min_time).items():
+        best(ort, name, b.get('GOP/s'))
   step = limits.get(f'BM_CpuMachineLimit_{STEP[args.isa]}')
   saturating = limits.get('BM_CpuMachineLimit_Avx2SaturatingPeak')
   widening = limits.get('BM_CpuMachineLimit_Avx2ExactWideningPeak')
@@ -121,6 +129,9 @@ def main():
   if args.onednn:
     header += f' oneDNN ({ONEDNN_ISA[args.isa]}) GOP/s | dmlserve/oneDNN |'
     rule += '---:|---:|'
+  if args.ort:
+    header += ' ORT GOP/s | dmlserve/ORT |'
+    rule += '---:|---:|'
   header += ' binding limit | of limit |'
   rule += '---|---:|'
   print(header)
@@ -135,6 +146,9 @@ def main():
       other = onednn.get(name)
       mark = ' (wrong output)' if name in wrong else ''
       row += f' {other:.0f}{mark} | {value / other:.2f}x |' if other else ' - | - |'
+    if args.ort:
+      other = ort.get(name)
+      row += f' {other:.0f} | {value / other:.2f}x |' if other else ' - | - |'
     m, k, n = map(int, re.search(r'_(\d+)x(\d+)x(\d+)', name).groups())
     seven_bit = '_b7_' in name and args.isa == 'avx2'
     compute = saturating if seven_bit else step

@@ -3,10 +3,12 @@
 # from scripts/device/bundle.sh carried in .device: every measurement issues
 # 40 (AMX tiles) and 42 (placement on a GPU host) need from a machine that
 # has what this one lacks, in one device call. Each step has its own time
-# limit and log in $OUT (the device tool's output folder; ./device-out
-# elsewhere); the whole run stops starting steps once BUDGET seconds (default
-# 540, inside the device call's 10 minutes) are spent, so a step that hangs
-# costs its own limit and what it leaves unrun, never the summary files.
+# limit and log, in $OUT/logs.tar.gz (OUT: the device tool's output folder;
+# ./device-out elsewhere); the whole run stops starting steps once BUDGET seconds (default
+# 560, inside the device call's 10 minutes) are spent, and the tile part
+# (`all`) once AMX_BUDGET seconds (default 270) are, so that the GPU part
+# keeps its share. A step that hangs costs its own limit and what it leaves
+# unrun, never the summary files. Most valuable first within each part.
 # docs/benchmarks.md, "Measuring on a lent machine", gives the call.
 #
 #   scripts/device/measure.sh [amx|gpu|all] [--quick]
@@ -17,11 +19,25 @@ root=$(pwd)
 what=${1:-all}
 quick=false
 [[ ${2:-} == --quick ]] && quick=true
-out=${OUT:-$root/device-out}
-mkdir -p "$out"
-budget=${BUDGET:-540}
+# The device tool brings back at most 8 files from $OUT: the logs are written
+# elsewhere and $OUT gets them as one archive, renewed after every step (so
+# that a run stopped at its limit still returns what it measured), beside
+# the summaries.
+final=${OUT:-$root/device-out}
+mkdir -p "$final"
+out=$(mktemp -d)
+publish() {
+  tar -C "$out" -czf "$final/logs.tar.gz.part" . && mv -f "$final/logs.tar.gz.part" "$final/logs.tar.gz"
+  for summary in steps.txt machine.txt loads.txt; do
+    [[ -f $out/$summary ]] && cp "$out/$summary" "$final/"
+  done
+  return 0
+}
+budget=${BUDGET:-560}
+# The end of the part being run (step() starts nothing past it).
+section_end=$budget
 stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$out"' EXIT
 tar -C "$stage" -xJf "$root/.device/bundle.tar.xz" || { echo "measure.sh: no .device/bundle.tar.xz" >&2; exit 1; }
 export LD_LIBRARY_PATH=$stage/lib
 bin=$stage/bin
@@ -41,9 +57,9 @@ nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 step() {
   local name=$1 limit=$2
   shift 2
-  local left=$((budget - SECONDS))
+  local left=$((section_end - SECONDS))
   if ((left < 10)); then
-    echo "step $name: not run, the budget of $budget s is spent" | tee -a "$out/steps.txt"
+    echo "step $name: not run, the budget ($section_end s into the run) is spent" | tee -a "$out/steps.txt"
     return
   fi
   ((limit > left)) && limit=$left
@@ -54,6 +70,7 @@ step() {
   local code=$?
   kill -KILL -- "-$group" 2>/dev/null
   echo "step $name: exit $code after $((SECONDS - start)) s" | tee -a "$out/steps.txt"
+  publish
 }
 
 {
@@ -67,30 +84,42 @@ step() {
 has_amx=false
 grep -qw amx_int8 /proc/cpuinfo && has_amx=true
 if [[ $what == amx || $what == all ]]; then
+  [[ $what == all ]] && section_end=$((SECONDS + ${AMX_BUDGET:-270}))
   if $has_amx || $quick; then
     isa=amx
     $has_amx || isa=avx512vnni  # a rehearsal without tiles
+    # The limits, 1 and 2 threads: tdpbusd beside vpdpbusd.
+    step limits_1thread 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
+      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    # Every case against the tile limit, beside oneDNN pinned to the same ISA
+    # (when the bundle has its bench) and ONNX Runtime (when the python3 on
+    # PATH imports onnxruntime, as the device image's does), 2 threads each,
+    # interleaved round by round.
+    peers=()
+    [[ -x $bin/dmlserve_onednn_bench ]] && peers+=(--onednn="$bin/dmlserve_onednn_bench")
+    python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null &&
+      peers+=(--ort="$root/bench/onnxruntime/ort_qgemm_bench.py")
+    step isa_report_$isa 150 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+      --isa=$isa --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 2 1)" \
+      --min_time="$(pick 0.3 0.05)"
     # Exactness on the real tile instructions: what kernels.isa.amx runs.
-    step exactness_$isa 240 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
+    step exactness_$isa 90 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
       "$bin/dmlserve_kernels_test" \
       --gtest_filter='RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:*QGemm*'
-    # The limits, 1 and 2 threads: tdpbusd beside vpdpbusd.
-    step limits_1thread 60 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
-    step limits_2threads 60 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
-    # Every case against the tile limit, oneDNN pinned to the same ISA (2 threads).
-    onednn=()
-    [[ -x $bin/dmlserve_onednn_bench ]] && onednn=(--onednn="$bin/dmlserve_onednn_bench")
-    step isa_report_$isa 300 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
-      --isa=$isa --bench="$bin/dmlserve_bench" "${onednn[@]}" --rounds="$(pick 2 1)" \
-      --min_time="$(pick 0.3 0.05)"
+    # Today's path on the same machine: the odd shapes (the tiles' target is
+    # 2x) and the GEMV (no regression), forced to AVX-512 VNNI.
+    step isa_report_vnni_path 40 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+      --isa=avx512vnni --bench="$bin/dmlserve_bench" --rounds=1 --min_time="$(pick 0.3 0.05)" \
+      --filter='u8s8_odd_[^/]*|u8s8_1x4096x4096_registered_b|u8s8_1x4096x4096/|u8s8_16x4096x4096_registered_b'
     # Where the tiles start to pay (kQGemmAmxMinRows): 1 to 32 rows, both paths.
-    step row_sweep 120 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+    step row_sweep 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
       --benchmark_filter='U8S8RowSweep' --benchmark_min_time="$(pick 0.2 0.05)"
   else
     echo "step amx: skipped, no amx_int8 in /proc/cpuinfo" | tee -a "$out/steps.txt"
   fi
+  section_end=$budget
 fi
 
 if [[ $what == gpu || $what == all ]]; then
@@ -100,39 +129,58 @@ if [[ $what == gpu || $what == all ]]; then
   big=$(pick 4096,4096,4096 128,512,512)
   rows=$(pick 256,4096,4096 16,512,512)
   # Exactness on the GPU first: a wrong answer makes every number moot.
-  step d3d12_kernels_test 180 env DMLSERVE_TEST_D3D12_ADAPTER=0 "$bin/d3d12_kernels_test"
-  # The kernels' own times: the 16 MiB GEMV and the 64 MiB scans against HBM.
-  step d3d12_bench 180 "$bin/dmlserve_bench" \
-    --benchmark_filter="$(pick 'D3D12.*(large_qlinear_1x4096x4096_reg|large_cumsum)' \
-      'D3D12Scan/cumsum_f32_64x4096_axis1')" \
-    --benchmark_min_time="$(pick 0.3 0.05)"
-  # The shared-B load, the 4096^3 products and the mixed load, each on the
-  # CPU-only server, the GPU-only one and the cost-placed one, interleaved.
+  step d3d12_kernels_test 90 env DMLSERVE_TEST_D3D12_ADAPTER=0 "$bin/d3d12_kernels_test"
+  # The loads: each on the CPU-only server, the GPU-only one and the
+  # cost-placed one, interleaved, every answer checked against the load
+  # generator's own reference (its pool kept small for the large products,
+  # whose reference it computes on all cores before the run). The shared-B
+  # and 256-row loads also run on the CPU server forced to AVX-512 VNNI
+  # (cpu_vnni, where the machine has tiles): the service before and after
+  # the tile path.
   loads=(
     "shared_b:--channels=64 --in_flight=1 --mix=qmatmul=1 --matmul_shape=1,1024,1024 --register_weights"
-    "big:--channels=2 --in_flight=1 --mix=qmatmul=1 --matmul_shape=$big --register_weights"
-    "mixed:--channels=32 --in_flight=2 --mix=cumsum=3,qmatmul=1 --scan_sizes=1,8 --matmul_shape=$rows --register_weights"
+    "big:--channels=2 --in_flight=1 --mix=qmatmul=1 --matmul_shape=$big --register_weights --pool_size=2"
+    "mixed:--channels=32 --in_flight=2 --mix=cumsum=3,qmatmul=1 --scan_sizes=1,8 --matmul_shape=$rows --register_weights --pool_size=4"
+    "rows256:--channels=4 --in_flight=1 --mix=qmatmul=1 --matmul_shape=$rows --register_weights --pool_size=4"
   )
   servers=(
     "cpu:--backend=cpu"
+    "cpu_vnni:--backend=cpu"
     "gpu_first:--backend=d3d12 --placement=gpu_first"
     "cost:--backend=d3d12 --placement=cost"
   )
+  # Which servers each load runs on: the CPU alone is no peer for 4096^3
+  # products, and the 256-row load measures the tile path in the service.
+  runs_on() {
+    case $1:$2 in
+      big:cpu | big:cpu_vnni | mixed:cpu_vnni | rows256:gpu_first | rows256:cost) return 1 ;;
+      *:cpu_vnni) $has_amx || $quick ;;
+      *) return 0 ;;
+    esac
+  }
   for round in 1 2; do
     for entry in "${loads[@]}"; do
       for server_entry in "${servers[@]}"; do
-        # The CPU alone is no peer for 4096^3 products: skipped there.
-        [[ ${entry%%:*} == big && ${server_entry%%:*} == cpu ]] && continue
+        runs_on "${entry%%:*}" "${server_entry%%:*}" || continue
+        isa=()
+        [[ ${server_entry%%:*} == cpu_vnni ]] && isa=(DMLSERVE_CPU_ISA=avx512vnni)
         # shellcheck disable=SC2086
-        step "load_${entry%%:*}_${server_entry%%:*}_r$round" 60 "$load" --spawn_server="$server" \
-          --server_args="${server_entry#*:}" ${entry#*:} --duration="$d" --warmup=1s --verify_every=1
+        step "load_${entry%%:*}_${server_entry%%:*}_r$round" 45 env "${isa[@]}" "$load" \
+          --spawn_server="$server" --server_args="${server_entry#*:}" ${entry#*:} \
+          --duration="$d" --warmup=1s --verify_every=1
       done
     done
   done
+  # The kernels' own times: the 16 MiB GEMV and the 64 MiB scans against HBM.
+  step d3d12_bench 90 "$bin/dmlserve_bench" \
+    --benchmark_filter="$(pick 'D3D12.*(large_qlinear_1x4096x4096_reg|large_cumsum)' \
+      'D3D12Scan/cumsum_f32_64x4096_axis1')" \
+    --benchmark_min_time="$(pick 0.3 0.05)"
 fi
 grep -h -E '^(throughput|checked|devices|latency):' "$out"/load_*.log >/dev/null 2>&1 &&
   for log in "$out"/load_*.log; do
     echo "$(basename "$log" .log): $(grep -E '^throughput:' "$log" | tr -s ' ')" \
       "| $(grep -E '^checked:' "$log" | tr -s ' ')"
   done | tee "$out/loads.txt"
+publish
 cat "$out/steps.txt"
