@@ -11,12 +11,20 @@
 # unrun, never the summary files. Most valuable first within each part.
 # docs/benchmarks.md, "Measuring on a lent machine", gives the call.
 #
-#   scripts/device/measure.sh [amx|gpu|all] [--quick]
+#   scripts/device/measure.sh [amx|gpu|all|exactness] [--quick]
+#
+# exactness: the tile path's exactness suite alone (what a run cut short by
+# its limit leaves to do).
 #
 # --quick shortens every run (a rehearsal on an ordinary machine).
 set -uo pipefail
 root=$(pwd)
 what=${1:-all}
+only_exactness=false
+if [[ $what == exactness ]]; then
+  what=amx
+  only_exactness=true
+fi
 quick=false
 [[ ${2:-} == --quick ]] && quick=true
 # The device tool brings back at most 8 files from $OUT: the logs are written
@@ -39,7 +47,10 @@ section_end=$budget
 stage=$(mktemp -d)
 trap 'rm -rf "$stage" "$out"' EXIT
 tar -C "$stage" -xJf "$root/.device/bundle.tar.xz" || { echo "measure.sh: no .device/bundle.tar.xz" >&2; exit 1; }
-export LD_LIBRARY_PATH=$stage/lib
+# Ahead of the machine's own path, not instead of it: NVIDIA's Vulkan driver
+# and the libraries it loads live there (the first device run lost them).
+machine_library_path=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$stage/lib${machine_library_path:+:$machine_library_path}
 bin=$stage/bin
 # pick FULL QUICK: the full run's value, or the rehearsal's.
 pick() { $quick && echo "$2" || echo "$1"; }
@@ -47,8 +58,18 @@ pick() { $quick && echo "$2" || echo "$1"; }
 # The tests read the conformance examples from this copy of the repository.
 export DMLSERVE_CONFORMANCE_DIR=$root/tests/conformance
 # NVIDIA's Vulkan driver, where the machine has one (vkd3d runs on Vulkan).
-nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[[ -f $nvidia_icd ]] && export VK_DRIVER_FILES=$nvidia_icd
+# Its manifest names libGLX_nvidia.so.0 without a folder: NVIDIA's library
+# folders join the path too.
+for nvidia_icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
+  /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+  if [[ -f $nvidia_icd ]]; then
+    export VK_DRIVER_FILES=$nvidia_icd
+    break
+  fi
+done
+for folder in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  [[ -d $folder ]] && LD_LIBRARY_PATH+=:$folder
+done
 
 # step NAME LIMIT_SECONDS COMMAND...: runs one step, its output in
 # $OUT/NAME.log, for at most LIMIT_SECONDS and what is left of the budget. It
@@ -79,6 +100,11 @@ step() {
   grep -m1 -o 'amx[a-z0-9_]*' /proc/cpuinfo | sort -u | tr '\n' ' '
   echo
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
+  echo "machine LD_LIBRARY_PATH=$machine_library_path"
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-}"
+  ls /usr/local/nvidia/share/vulkan/icd.d /etc/vulkan/icd.d /usr/share/vulkan/icd.d 2>&1
+  [[ -n ${VK_DRIVER_FILES:-} ]] && cat "$VK_DRIVER_FILES"
+  ldconfig -p | grep -E 'libGLX_nvidia|libnvidia-glvkspirv|libvulkan'
 } >"$out/machine.txt" 2>&1
 
 has_amx=false
@@ -89,9 +115,9 @@ if [[ $what == amx || $what == all ]]; then
     isa=amx
     $has_amx || isa=avx512vnni  # a rehearsal without tiles
     # The limits, 1 and 2 threads: tdpbusd beside vpdpbusd.
-    step limits_1thread 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
+    $only_exactness || step limits_1thread 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
       --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
-    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+    $only_exactness || step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
       --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
     # Every case against the tile limit, beside oneDNN pinned to the same ISA
     # (when the bundle has its bench) and ONNX Runtime (when the python3 on
@@ -101,20 +127,22 @@ if [[ $what == amx || $what == all ]]; then
     [[ -x $bin/dmlserve_onednn_bench ]] && peers+=(--onednn="$bin/dmlserve_onednn_bench")
     python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null &&
       peers+=(--ort="$root/bench/onnxruntime/ort_qgemm_bench.py")
-    step isa_report_$isa 150 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+    $only_exactness || step isa_report_$isa 150 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
       --isa=$isa --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 2 1)" \
       --min_time="$(pick 0.3 0.05)"
     # Exactness on the real tile instructions: what kernels.isa.amx runs.
-    step exactness_$isa 90 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
+    # The per-path suites only for the tile paths (every vector path ran them
+    # here already; all of them took over 90 s there).
+    step exactness_$isa 120 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
       "$bin/dmlserve_kernels_test" \
-      --gtest_filter='RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:*QGemm*'
+      --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_model"
     # Today's path on the same machine: the odd shapes (the tiles' target is
     # 2x) and the GEMV (no regression), forced to AVX-512 VNNI.
-    step isa_report_vnni_path 40 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+    $only_exactness || step isa_report_vnni_path 40 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
       --isa=avx512vnni --bench="$bin/dmlserve_bench" --rounds=1 --min_time="$(pick 0.3 0.05)" \
       --filter='u8s8_odd_[^/]*|u8s8_1x4096x4096_registered_b|u8s8_1x4096x4096/|u8s8_16x4096x4096_registered_b'
     # Where the tiles start to pay (kQGemmAmxMinRows): 1 to 32 rows, both paths.
-    step row_sweep 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+    $only_exactness || step row_sweep 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
       --benchmark_filter='U8S8RowSweep' --benchmark_min_time="$(pick 0.2 0.05)"
   else
     echo "step amx: skipped, no amx_int8 in /proc/cpuinfo" | tee -a "$out/steps.txt"
@@ -129,7 +157,9 @@ if [[ $what == gpu || $what == all ]]; then
   big=$(pick 4096,4096,4096 128,512,512)
   rows=$(pick 256,4096,4096 16,512,512)
   # Exactness on the GPU first: a wrong answer makes every number moot.
-  step d3d12_kernels_test 90 env DMLSERVE_TEST_D3D12_ADAPTER=0 "$bin/d3d12_kernels_test"
+  # The Vulkan loader says here which driver it found, or why none.
+  step d3d12_kernels_test 90 env DMLSERVE_TEST_D3D12_ADAPTER=0 VK_LOADER_DEBUG=error,warn,driver \
+    "$bin/d3d12_kernels_test"
   # The loads: each on the CPU-only server, the GPU-only one and the
   # cost-placed one, interleaved, every answer checked against the load
   # generator's own reference (its pool kept small for the large products,
