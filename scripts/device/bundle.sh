@@ -33,6 +33,21 @@ for binary in "${binaries[@]}"; do
       [[ -e $stage/lib/${library##*/} ]] || cp -L "$library" "$stage/lib/"
     done
 done
+# glvnd's libraries, which no binary links but NVIDIA's Vulkan driver
+# (libGLX_nvidia.so.0) needs: without them the loader gets no
+# vkCreateInstance from it (docs/d3d12.md, "On a real GPU"). With their own
+# dependencies (libX11 and the like).
+for name in libGLdispatch.so.0 libGLX.so.0 libEGL.so.1 libGL.so.1 libOpenGL.so.0 libGLESv2.so.2; do
+  library=/usr/lib/x86_64-linux-gnu/$name
+  [[ -e $library ]] || { echo "bundle.sh: $library is missing (apt-get install libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2)" >&2; exit 1; }
+  cp -L "$library" "$stage/lib/"
+  # (grep finds nothing for libGLdispatch, which needs glibc alone.)
+  ldd "$library" | awk '/=> \// { print $3 }' |
+    { grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' || true; } |
+    while read -r dependency; do
+      [[ -e $stage/lib/${dependency##*/} ]] || cp -L "$dependency" "$stage/lib/"
+    done
+done
 cp bench/cpu_isa_report.py "$stage/bin/"
 mkdir -p .device
 exclude=$(git rev-parse --git-path info/exclude)

@@ -67,6 +67,8 @@ for nvidia_icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
     break
   fi
 done
+nvidia_egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[[ -f $nvidia_egl ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$nvidia_egl
 for folder in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
   [[ -d $folder ]] && LD_LIBRARY_PATH+=:$folder
 done
