@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ONNX Runtime's QLinearMatMul on dmlserve_bench's BM_CpuQGemm cases, through ORT's Python
-package, printed as Google Benchmark JSON (BM_OrtQGemm/<case>, counter GOP/s), so that
+package, printed as Google Benchmark JSON (BM_OrtQGemm/<case>/real_time, counter GOP/s), so that
 bench/cpu_isa_report.py can put it beside dmlserve and oneDNN in one run. Not run by CI.
 
 compare.mjs does the same through onnxruntime-node from npm; this one serves where npm is out of
@@ -144,7 +144,9 @@ def main():
   results = []
   with tempfile.TemporaryDirectory() as folder:
     for name, (a, b, m, k, n, registered, b7, per_col) in cases().items():
-      full = f'BM_OrtQGemm/{name}'
+      # Named as dmlserve_bench names its cases (…/real_time), so that one
+      # filter selects the same cases in both (a B per request is 'name/').
+      full = f'BM_OrtQGemm/{name}/real_time'
       if not pattern.search(full):
         continue
       rng = np.random.default_rng(zlib.crc32(name.encode()))  # the same data in every run

@@ -204,9 +204,10 @@ inline constexpr uint64_t kQGemmManyRowsRepackedB = 12;
 // against a 4096 x 4096 B reads 16 MiB of B for at most 128 Mi
 // multiply-adds: VNNI's limit (0.35-0.7 T multiply-adds/s on 2 cores of an
 // Emerald Rapids) keeps up with the bytes, so the tiles, which would multiply
-// 16-row tiles mostly of padding, cannot gain. An estimate, not yet measured
-// on AMX hardware: bench/dmlserve_bench's BM_U8S8RowSweep finds the
-// crossover there (docs/benchmarks.md says what was measured where).
+// 16-row tiles mostly of padding, cannot gain. Measured on a Sapphire-class
+// Xeon (BM_U8S8RowSweep, 2 threads, x 4096 x 4096 registered): 4 rows 340
+// GOP/s on the tiles against 363 on VNNI, 8 rows 634 against 531
+// (docs/benchmarks.md, "AMX on a lent Xeon").
 inline constexpr uint64_t kQGemmAmxMinRows = 8;
 
 // The kernel that runs a product of `rows` rows (kPackBAnyRows: any) at the
