@@ -228,6 +228,41 @@ BENCHMARK_CAPTURE(BM_U8S8RowSweep, amx, CpuIsa::kAmx)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The amx level's candidate kernels (qgemm_ukernel.h) against its kernel,
+// in whole products through the driver, B registered.
+void BM_AmxCandidate(benchmark::State& state, const QGemmUkernel* kernel, uint32_t m, uint32_t k,
+                     uint32_t n) {
+  if (!CpuRunsIsa(CpuIsa::kAmx) || kernel == nullptr) {
+    state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  CpuKernels table = CpuKernelsFor(CpuIsa::kAmx);
+  table.qgemm = kernel;
+  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, m, k, n, true));
+  const auto& op = std::get<QuantizedMatMulOperation>(operation);
+  PackedBCache cache(uint64_t{1} << 30);
+  Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
+  const QuantizedMatMulOperation* ops[] = {&op};
+  Tensor* outputs[] = {&output};
+  ComputeQuantizedMatMuls(ops, outputs, &cache, &table);  // B packed once, before
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ComputeQuantizedMatMuls(ops, outputs, &cache, &table));
+  state.SetLabel(std::string(table.qgemm->name));
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * m * k * n * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+#define DMLSERVE_AMX_CANDIDATE(name, kernel, ...)               \
+  BENCHMARK_CAPTURE(BM_AmxCandidate, name, kernel, __VA_ARGS__) \
+      ->UseRealTime()                                           \
+      ->Unit(benchmark::kMillisecond)
+DMLSERVE_AMX_CANDIDATE(amx_256x4096x4096, AmxQGemmUkernel(), 256, 4096, 4096);
+DMLSERVE_AMX_CANDIDATE(amx_prefetch_256x4096x4096, AmxPrefetchQGemmUkernel(), 256, 4096, 4096);
+DMLSERVE_AMX_CANDIDATE(amx_1024x1024x1024, AmxQGemmUkernel(), 1024, 1024, 1024);
+DMLSERVE_AMX_CANDIDATE(amx_prefetch_1024x1024x1024, AmxPrefetchQGemmUkernel(), 1024, 1024, 1024);
+DMLSERVE_AMX_CANDIDATE(amx_333x1000x777, AmxQGemmUkernel(), 333, 1000, 777);
+DMLSERVE_AMX_CANDIDATE(amx_prefetch_333x1000x777, AmxPrefetchQGemmUkernel(), 333, 1000, 777);
+
 #define DMLSERVE_QGEMM_BENCHMARK(name, ...) \
   DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__))->Unit(benchmark::kMillisecond)
 #define DMLSERVE_QGEMM_B7_BENCHMARK(name, ...)                            \

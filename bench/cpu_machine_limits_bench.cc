@@ -366,34 +366,38 @@ BENCHMARK(BM_CpuMachineLimit_ReadBandwidth)
     ->Unit(benchmark::kMicrosecond);
 #endif
 
-// One thread, one micro-kernel call per iteration over `quads` quads of
-// mr rows x max_strips strips, operands in L1: the kernel's own ceiling.
-void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int strips = 0) {
+// One thread, one micro-kernel call per iteration over `quads` quads of mr
+// rows x max_strips strips (or `strips`), operands in L1: the kernel's own
+// ceiling. With 512 quads (the driver's depth block) the operands come from
+// L2 instead, as in a product; `lda` (bytes; default: the rows packed tight)
+// places A's rows further apart, as a request's A read in place is (a 4 KiB
+// stride puts every row in the same L1 sets).
+void BM_CpuQGemmUkernel(benchmark::State& state, const QGemmUkernel* kernel, int strips = 0,
+                        size_t quads = 64, size_t lda = 0) {
   if (kernel == nullptr || !CpuRunsIsa(kernel->isa)) {
     state.SkipWithError("unsupported on this CPU");
     return;
   }
-  constexpr size_t kQuads = 64;
-  const size_t lda = kQuads * QGemmAQuadBytes(*kernel);  // int16 values for a wide-A kernel
-  const size_t strip_stride = kQuads * kQGemmQuadBytes;
+  if (lda == 0) lda = quads * QGemmAQuadBytes(*kernel);  // int16 values for a wide-A kernel
+  const size_t strip_stride = quads * kQGemmQuadBytes;
   std::vector<uint8_t> a(kernel->mr * lda, 7);
   std::vector<int8_t> b(kernel->max_strips * strip_stride, -3);
   if (strips == 0) strips = kernel->max_strips;
   const size_t ldc = strips * kQGemmStripColumns;
   std::vector<int32_t> c(kernel->mr * ldc);
   if (kernel->repack_b != nullptr) {  // B as the kernel reads it
-    std::vector<int8_t> repacked(kQuads * kernel->repacked_quad_bytes);
-    kernel->repack_b(b.data(), kQuads, repacked.data());
+    std::vector<int8_t> repacked(quads * kernel->repacked_quad_bytes);
+    kernel->repack_b(b.data(), quads, repacked.data());
     b = std::move(repacked);
   }
   for (auto _ : state) {
-    kernel->fn(kQuads, a.data(), lda, kernel->mr, b.data(), strip_stride, strips, c.data(), ldc,
+    kernel->fn(quads, a.data(), lda, kernel->mr, b.data(), strip_stride, strips, c.data(), ldc,
                false);
     benchmark::DoNotOptimize(c.data());
   }
   if (kernel->release != nullptr) kernel->release();  // the amx kernel's tiles
   state.counters["GOP/s"] = benchmark::Counter(
-      2.0 * kernel->mr * ldc * kQuads * 4 * state.iterations() * 1e-9, benchmark::Counter::kIsRate);
+      2.0 * kernel->mr * ldc * quads * 4 * state.iterations() * 1e-9, benchmark::Counter::kIsRate);
 }
 // The narrow path (one strip, B in quad groups: see qgemm_ukernel.h), same
 // operands as the one-strip case.
@@ -429,6 +433,17 @@ BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni, Avx512VnniQGemmUkernel());
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx, AmxQGemmUkernel());
 // One strip (N <= 16): a broadcast per multiply.
 BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni_one_strip, Avx512VnniQGemmUkernel(), 1);
+// What bounds the tiles in a product (docs/benchmarks.md, "AMX on a lent
+// Xeon"): the kernel from L1, from L2 (a 2048-deep call: 64 KiB of A, 64 KiB
+// of B), from L2 with A's rows 4 KiB apart, each with and without the
+// prefetching candidate. The vector kernel from L2 beside them.
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx_prefetch, AmxPrefetchQGemmUkernel());
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx_l2, AmxQGemmUkernel(), 0, 512);
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx_prefetch_l2, AmxPrefetchQGemmUkernel(), 0, 512);
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx_l2_lda4096, AmxQGemmUkernel(), 0, 512, 4096);
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, amx_prefetch_l2_lda4096, AmxPrefetchQGemmUkernel(), 0, 512,
+                  4096);
+BENCHMARK_CAPTURE(BM_CpuQGemmUkernel, avx512vnni_l2, Avx512VnniQGemmUkernel(), 0, 512);
 
 }  // namespace
 }  // namespace dmlserve::bench

@@ -41,6 +41,10 @@
 //                               intrinsics. Nothing on MSVC.
 //   DMLSERVE_ALWAYS_INLINE      `inline`, and inline even when the optimiser
 //                               would not.
+//   DMLSERVE_PREFETCH_READ(p)   A hint that the line at p will be read soon
+//                               (into every cache level): no fault, no
+//                               effect on results, nothing where the
+//                               compiler has no such builtin.
 //
 // `#pragma GCC unroll N` is used as is: GCC and Clang both honour it, and
 // MSVC ignores it (with warning C4068, unknown pragma).
@@ -82,6 +86,12 @@
 #else
 #define DMLSERVE_IGNORE_UNINITIALIZED_BEGIN
 #define DMLSERVE_IGNORE_UNINITIALIZED_END
+#endif
+
+#if defined(__GNUC__)
+#define DMLSERVE_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
+#else
+#define DMLSERVE_PREFETCH_READ(p) ((void)(p))
 #endif
 
 #if defined(_MSC_VER) && !defined(__clang__)

@@ -185,6 +185,14 @@ const QGemmUkernel* Avx512VnniQGemmUkernel();
 // test table, AmxModelCpuKernels in cpu_kernels.h, sets one).
 const QGemmUkernel* AmxQGemmUkernel();
 const QGemmUkernel* AmxModelQGemmUkernel();
+// A candidate for the amx level, in no table until an AMX machine measures it
+// against AmxQGemmUkernel (bench: BM_AmxCandidate and BM_CpuQGemmUkernel;
+// docs/benchmarks.md, "AMX on a lent Xeon"): the same kernel, prefetching each
+// step's A and B lines kAmxPrefetchSteps steps ahead. Same results (prefetches
+// are hints); null where AmxQGemmUkernel is. And the same on the model, for the
+// exactness suites.
+const QGemmUkernel* AmxPrefetchQGemmUkernel();
+const QGemmUkernel* AmxModelPrefetchQGemmUkernel();
 
 // Rows from which a kernel's many_rows kernel (which reads B repacked) runs
 // when B is repacked for the product (a B per request, packed by PackB for

@@ -24,8 +24,9 @@
 // feeds 2 products and each B tile 2: 1 KiB loaded per TDPBUSD (16 cycles each on Sapphire
 // Rapids). One accumulator per A tile would load twice the bytes per product. The accumulators stay
 // in tiles across the whole depth block the driver gives a call (up to kDepthBlock, 512 quads: 32
-// steps), and C is read and written once per call. (How close this comes to the tile limit is for
-// an AMX machine to measure: docs/benchmarks.md.)
+// steps), and C is read and written once per call. On an Emerald Rapids Xeon products reached
+// 21-32% of the tile limit (docs/benchmarks.md, "AMX on a lent Xeon"); the kPrefetch candidate
+// tests the first suspect listed there (each step waits for its lines from L2).
 //
 // Edges:
 //   - Rows: the configuration is made for the block's row count (1..32): the upper A and C
@@ -45,6 +46,10 @@ inline constexpr int kAmxMr = 32;
 inline constexpr int kAmxMaxStrips = 2;
 // Quads per step: one A tile row, one B tile.
 inline constexpr size_t kAmxStepQuads = kAmxMaxRowBytes / 4;
+// The prefetching candidate (kPrefetch below) asks for the lines of the step this many steps
+// ahead: 2 steps are 8 TDPBUSD, about 128 cycles at the tile unit's rate, more than a line
+// takes to come from L2 or L3.
+inline constexpr size_t kAmxPrefetchSteps = 2;
 
 // Tile numbers: accumulators C<row tile><strip>, then A per row tile, B per strip.
 enum AmxTile : int { kC00 = 0, kC01 = 1, kC10 = 2, kC11 = 3, kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7 };
@@ -121,7 +126,20 @@ DMLSERVE_ALWAYS_INLINE void AmxStep(const uint8_t* a, size_t a_stride, const int
   }
 }
 
-template <typename Tiles, bool kSignedA, int kRowTiles, int kStrips>
+// Asks the caches for one step's lines: `rows` rows of 64 bytes of A, lda apart, and kStrips
+// B tiles of 16 lines each. Hints only: they read nothing and fault on nothing.
+template <int kStrips>
+DMLSERVE_ALWAYS_INLINE void AmxPrefetchStep(const uint8_t* a, size_t lda, int rows, const int8_t* b,
+                                            size_t b_strip_stride) {
+  for (int i = 0; i < rows; ++i) DMLSERVE_PREFETCH_READ(a + i * lda);
+  for (int s = 0; s < kStrips; ++s) {
+    for (size_t line = 0; line < kAmxMaxRows; ++line) {
+      DMLSERVE_PREFETCH_READ(b + s * b_strip_stride + line * kAmxMaxRowBytes);
+    }
+  }
+}
+
+template <typename Tiles, bool kSignedA, bool kPrefetch, int kRowTiles, int kStrips>
 void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
               size_t b_strip_stride, int32_t* c, size_t ldc, bool accumulate) {
   const size_t c_stride = ldc * sizeof(int32_t);
@@ -145,6 +163,13 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
   }
   const size_t steps = quads / kAmxStepQuads;
   for (size_t s = 0; s < steps; ++s) {
+    if constexpr (kPrefetch) {
+      if (s + kAmxPrefetchSteps < steps) {
+        AmxPrefetchStep<kStrips>(a + (s + kAmxPrefetchSteps) * kAmxMaxRowBytes, lda, rows,
+                                 b + (s + kAmxPrefetchSteps) * kAmxStepQuads * kQGemmQuadBytes,
+                                 b_strip_stride);
+      }
+    }
     AmxStep<Tiles, kSignedA, kRowTiles, kStrips>(
         a + s * kAmxMaxRowBytes, lda, b + s * kAmxStepQuads * kQGemmQuadBytes, b_strip_stride);
   }
@@ -169,8 +194,9 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
   }
 }
 
-// QGemmUkernelFn over Tiles: rows 1..32, strips 1..2; A read as u8 (A'), or as s8 (kSignedA).
-template <typename Tiles, bool kSignedA>
+// QGemmUkernelFn over Tiles: rows 1..32, strips 1..2; A read as u8 (A'), or as s8 (kSignedA);
+// kPrefetch: the candidate that prefetches each step's lines kAmxPrefetchSteps ahead.
+template <typename Tiles, bool kSignedA, bool kPrefetch>
 void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                size_t b_strip_stride, int strips, int32_t* c, size_t ldc, bool accumulate) {
   DMLSERVE_DCHECK(1 <= rows && rows <= kAmxMr);
@@ -179,25 +205,29 @@ void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_
   const bool two_row_tiles = rows > kAmxMaxRows;
   if (two_row_tiles) {
     if (strips == 2) {
-      AmxBlock<Tiles, kSignedA, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+      AmxBlock<Tiles, kSignedA, kPrefetch, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                                 accumulate);
     } else {
-      AmxBlock<Tiles, kSignedA, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+      AmxBlock<Tiles, kSignedA, kPrefetch, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                                 accumulate);
     }
   } else if (strips == 2) {
-    AmxBlock<Tiles, kSignedA, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+    AmxBlock<Tiles, kSignedA, kPrefetch, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                               accumulate);
   } else {
-    AmxBlock<Tiles, kSignedA, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc, accumulate);
+    AmxBlock<Tiles, kSignedA, kPrefetch, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                               accumulate);
   }
 }
 
 // The kernel over Tiles, as a table holds it, with its signed_a variant, which kernel.signed_a
 // points to inside the same object: made once, never copied, never destroyed (kernels may run
 // while the process exits, as the tables' comment in cpu_kernels.cc says).
-template <typename Tiles>
+template <typename Tiles, bool kPrefetch = false>
 struct AmxKernels {
   AmxKernels(const char* name, const char* signed_a_name, CpuIsa isa) {
-    kernel = {name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, false>};
-    signed_a = {signed_a_name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, true>};
+    kernel = {name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, false, kPrefetch>};
+    signed_a = {signed_a_name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, true, kPrefetch>};
     kernel.release = signed_a.release = &AmxRelease<Tiles>;
     kernel.signed_a = &signed_a;
   }

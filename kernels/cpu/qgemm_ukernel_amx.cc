@@ -81,9 +81,21 @@ const QGemmUkernel* AmxQGemmUkernel() {
   return &amx->kernel;
 }
 
+const QGemmUkernel* AmxPrefetchQGemmUkernel() {
+  static AmxKernels<HardwareTiles, true>* const amx = [] {
+    auto* kernels =
+        new AmxKernels<HardwareTiles, true>("amx_prefetch", "amx_prefetch_signed_a", CpuIsa::kAmx);
+    kernels->kernel.few_rows = Avx512VnniQGemmUkernel();
+    kernels->kernel.min_rows = kQGemmAmxMinRows;
+    return kernels;
+  }();
+  return &amx->kernel;
+}
+
 #else
 
 const QGemmUkernel* AmxQGemmUkernel() { return nullptr; }
+const QGemmUkernel* AmxPrefetchQGemmUkernel() { return nullptr; }
 
 #endif  // DMLSERVE_AMX_KERNEL
 

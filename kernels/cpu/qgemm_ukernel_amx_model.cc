@@ -24,4 +24,10 @@ const QGemmUkernel* AmxModelQGemmUkernel() {
   return &model->kernel;
 }
 
+const QGemmUkernel* AmxModelPrefetchQGemmUkernel() {
+  static const AmxKernels<AmxTileModel, true>* const model = new AmxKernels<AmxTileModel, true>(
+      "amx_model_prefetch", "amx_model_prefetch_signed_a", CpuIsa::kGeneric);
+  return &model->kernel;
+}
+
 }  // namespace dmlserve

@@ -137,7 +137,13 @@ if [[ $what == amx || $what == all ]]; then
     # here already; all of them took over 90 s there).
     step exactness_$isa 120 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
       "$bin/dmlserve_kernels_test" \
-      --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_model"
+      --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_prefetch:*/amx_model"
+    # What bounds the tiles, and the prefetching candidate against the kernel:
+    # the micro-kernel alone (1 thread) from L1, from L2, from L2 with A's
+    # rows 4 KiB apart; whole products through the driver (2 threads).
+    $only_exactness || step amx_candidates 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='QGemmUkernel/(amx|avx512vnni)|AmxCandidate' \
+      --benchmark_min_time="$(pick 0.3 0.05)"
     # Today's path on the same machine: the odd shapes (the tiles' target is
     # 2x) and the GEMV (no regression), forced to AVX-512 VNNI.
     $only_exactness || step isa_report_vnni_path 40 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
@@ -50,9 +51,30 @@ std::vector<const QGemmUkernel*> SimdUkernels() {
 // (which runs anywhere): the tile path's blocking, edges and level choice
 // are tested on every machine, its instructions natively where the CPU has
 // them (the amx table among AvailableCpuKernels()).
+// `table` with its micro-kernel replaced by `kernel` (the level's few-rows
+// kernel and threshold kept): made once per kernel, never destroyed.
+const CpuKernels* WithKernel(const CpuKernels& table, const QGemmUkernel* kernel) {
+  auto* copy = new QGemmUkernel(*kernel);
+  copy->few_rows = table.qgemm->few_rows;
+  copy->min_rows = table.qgemm->min_rows;
+  auto* built = new CpuKernels(table);
+  built->qgemm = copy;
+  return built;
+}
+
 std::vector<const CpuKernels*> TablesUnderTest() {
   std::vector<const CpuKernels*> tables = AvailableCpuKernels();
   tables.push_back(&AmxModelCpuKernels());
+  // The prefetching candidate (qgemm_ukernel.h): on the model everywhere, on
+  // the tiles where the CPU has them.
+  static const CpuKernels* const model_prefetch =
+      WithKernel(AmxModelCpuKernels(), AmxModelPrefetchQGemmUkernel());
+  tables.push_back(model_prefetch);
+  if (CpuRunsIsa(CpuIsa::kAmx) && AmxPrefetchQGemmUkernel() != nullptr) {
+    static const CpuKernels* const prefetch =
+        WithKernel(CpuKernelsFor(CpuIsa::kAmx), AmxPrefetchQGemmUkernel());
+    tables.push_back(prefetch);
+  }
   return tables;
 }
 
