@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -219,6 +220,12 @@ absl::StatusOr<int> ServerProcess::Stop(absl::Duration timeout) {
 std::string ServerProcess::Output() const {
   absl::MutexLock lock(&mutex_);
   return output_;
+}
+
+bool ServerProcess::WaitForOutput(absl::string_view text, absl::Duration timeout) const {
+  auto contains = [this, text]() { return absl::StrContains(output_, text); };
+  absl::MutexLock lock(&mutex_);
+  return mutex_.AwaitWithTimeout(absl::Condition(&contains), timeout);
 }
 
 uint64_t ServerProcess::PeakResidentBytes() const {

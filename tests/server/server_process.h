@@ -18,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -73,6 +74,10 @@ class ServerProcess {
 
   // Everything the server wrote to stdout and stderr so far.
   std::string Output() const;
+  // Whether the output contains `text` within `timeout`: a line the server
+  // writes after a state a test can see (a metric, an answer) is read from
+  // its pipe a moment later.
+  bool WaitForOutput(absl::string_view text, absl::Duration timeout = absl::Seconds(30)) const;
 
  private:
   ServerProcess() = default;

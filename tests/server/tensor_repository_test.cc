@@ -156,7 +156,9 @@ TEST_F(TensorRepositoryTest, SighupReloadsWithoutFailingRequestsInFlight) {
   EXPECT_TRUE(WaitForMetric("dmlserve_tensor_repository_reloads_total", {{"result", "error"}},
                             [](double count) { return count == 1; }));
   EXPECT_EQ(SumOfValues(&status), (std::vector<double>{100, 102, 105, 109}));
-  EXPECT_THAT(server_->Output(), HasSubstr("not reloaded, the 2 tensors loaded before keep"));
+  // The error line follows the metric (and comes through the server's pipe).
+  EXPECT_TRUE(server_->WaitForOutput("not reloaded, the 2 tensors loaded before keep"))
+      << server_->Output();
   WriteRepository(1);
 }
 
