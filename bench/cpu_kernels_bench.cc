@@ -183,6 +183,25 @@ QGemmCase SevenBitB(QGemmCase c) {
   return c;
 }
 
+// Times `table` on an m x k x n u8 x s8 product with B registered (packed
+// once, before), labelled with the table's micro-kernel, in GOP/s.
+void RunRegisteredU8S8(benchmark::State& state, const CpuKernels& table, uint32_t m, uint32_t k,
+                       uint32_t n) {
+  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, m, k, n, true));
+  const auto& op = std::get<QuantizedMatMulOperation>(operation);
+  PackedBCache cache(uint64_t{1} << 30);
+  Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
+  const QuantizedMatMulOperation* ops[] = {&op};
+  Tensor* outputs[] = {&output};
+  ComputeQuantizedMatMuls(ops, outputs, &cache, &table);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ComputeQuantizedMatMuls(ops, outputs, &cache, &table));
+  state.SetLabel(std::string(table.qgemm->name));
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * m * k * n * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+
 // Where the tiles start to pay: u8 x s8 rows x 4096 x 4096 against a
 // registered B, for rows from a GEMV up, on the AVX-512 VNNI table and on the
 // amx table with every row count on the tiles (its kernel's min_rows set to
@@ -200,20 +219,7 @@ void BM_U8S8RowSweep(benchmark::State& state, CpuIsa isa) {
   }();
   CpuKernels table = CpuKernelsFor(isa);
   if (isa == CpuIsa::kAmx) table.qgemm = every_row_on_tiles;
-  const auto rows = static_cast<uint32_t>(state.range(0));
-  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, rows, 4096, 4096, true));
-  const auto& op = std::get<QuantizedMatMulOperation>(operation);
-  PackedBCache cache(uint64_t{1} << 30);
-  Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
-  const QuantizedMatMulOperation* ops[] = {&op};
-  Tensor* outputs[] = {&output};
-  ComputeQuantizedMatMuls(ops, outputs, &cache, &table);  // B packed once, before
-  for (auto _ : state)
-    benchmark::DoNotOptimize(ComputeQuantizedMatMuls(ops, outputs, &cache, &table));
-  state.SetLabel(std::string(table.qgemm->name));
-  state.counters["GOP/s"] = benchmark::Counter(
-      2.0 * rows * 4096.0 * 4096.0 * static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate);
+  RunRegisteredU8S8(state, table, static_cast<uint32_t>(state.range(0)), 4096, 4096);
 }
 // GEMV to 32 rows.
 void RowCounts(benchmark::internal::Benchmark* b) {
@@ -238,19 +244,7 @@ void BM_AmxCandidate(benchmark::State& state, const QGemmUkernel* kernel, uint32
   }
   CpuKernels table = CpuKernelsFor(CpuIsa::kAmx);
   table.qgemm = kernel;
-  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, m, k, n, true));
-  const auto& op = std::get<QuantizedMatMulOperation>(operation);
-  PackedBCache cache(uint64_t{1} << 30);
-  Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
-  const QuantizedMatMulOperation* ops[] = {&op};
-  Tensor* outputs[] = {&output};
-  ComputeQuantizedMatMuls(ops, outputs, &cache, &table);  // B packed once, before
-  for (auto _ : state)
-    benchmark::DoNotOptimize(ComputeQuantizedMatMuls(ops, outputs, &cache, &table));
-  state.SetLabel(std::string(table.qgemm->name));
-  state.counters["GOP/s"] =
-      benchmark::Counter(2.0 * m * k * n * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate);
+  RunRegisteredU8S8(state, table, m, k, n);
 }
 #define DMLSERVE_AMX_CANDIDATE(name, kernel, ...)               \
   BENCHMARK_CAPTURE(BM_AmxCandidate, name, kernel, __VA_ARGS__) \
