@@ -184,10 +184,11 @@ QGemmCase SevenBitB(QGemmCase c) {
 }
 
 // Times `table` on an m x k x n u8 x s8 product with B registered (packed
-// once, before), labelled with the table's micro-kernel, in GOP/s.
-void RunRegisteredU8S8(benchmark::State& state, const CpuKernels& table, uint32_t m, uint32_t k,
-                       uint32_t n) {
-  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, m, k, n, true));
+// once, before) or sent with each request, labelled with the table's
+// micro-kernel, in GOP/s.
+void RunU8S8(benchmark::State& state, const CpuKernels& table, uint32_t m, uint32_t k, uint32_t n,
+             bool registered_b) {
+  const Operation operation = MakeQGemm(Case(kU8, kS8, kS8, m, k, n, registered_b));
   const auto& op = std::get<QuantizedMatMulOperation>(operation);
   PackedBCache cache(uint64_t{1} << 30);
   Tensor output = Tensor::Allocate(op.output_data_type, op.output_sizes);
@@ -219,7 +220,7 @@ void BM_U8S8RowSweep(benchmark::State& state, CpuIsa isa) {
   }();
   CpuKernels table = CpuKernelsFor(isa);
   if (isa == CpuIsa::kAmx) table.qgemm = every_row_on_tiles;
-  RunRegisteredU8S8(state, table, static_cast<uint32_t>(state.range(0)), 4096, 4096);
+  RunU8S8(state, table, static_cast<uint32_t>(state.range(0)), 4096, 4096, true);
 }
 // GEMV to 32 rows.
 void RowCounts(benchmark::internal::Benchmark* b) {
@@ -234,28 +235,68 @@ BENCHMARK_CAPTURE(BM_U8S8RowSweep, amx, CpuIsa::kAmx)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// The amx level's candidate kernels (qgemm_ukernel.h) against its kernel,
-// in whole products through the driver, B registered.
+// The amx level's candidates (qgemm_ukernel.h): its kernel and the
+// prefetching one, each under the driver's blockings (QGemmBlocking), in
+// whole products through the driver, B registered, and 256 x 4096 x 4096
+// with B per request. Named BM_AmxCandidate/<kernel>_d<depth block>
+// [_t<task rows>][_rows_outer][_copy_a]/<m>x<k>x<n>[_per_request]; tasks of
+// more than kQGemmRowBlock rows stream a B per request (stream_b).
 void BM_AmxCandidate(benchmark::State& state, const QGemmUkernel* kernel, uint32_t m, uint32_t k,
-                     uint32_t n) {
+                     uint32_t n, bool registered_b) {
   if (!CpuRunsIsa(CpuIsa::kAmx) || kernel == nullptr) {
     state.SkipWithError("this CPU lacks the level");
     return;
   }
   CpuKernels table = CpuKernelsFor(CpuIsa::kAmx);
   table.qgemm = kernel;
-  RunRegisteredU8S8(state, table, m, k, n);
+  RunU8S8(state, table, m, k, n, registered_b);
 }
-#define DMLSERVE_AMX_CANDIDATE(name, kernel, ...)               \
-  BENCHMARK_CAPTURE(BM_AmxCandidate, name, kernel, __VA_ARGS__) \
-      ->UseRealTime()                                           \
-      ->Unit(benchmark::kMillisecond)
-DMLSERVE_AMX_CANDIDATE(amx_256x4096x4096, AmxQGemmUkernel(), 256, 4096, 4096);
-DMLSERVE_AMX_CANDIDATE(amx_prefetch_256x4096x4096, AmxPrefetchQGemmUkernel(), 256, 4096, 4096);
-DMLSERVE_AMX_CANDIDATE(amx_1024x1024x1024, AmxQGemmUkernel(), 1024, 1024, 1024);
-DMLSERVE_AMX_CANDIDATE(amx_prefetch_1024x1024x1024, AmxPrefetchQGemmUkernel(), 1024, 1024, 1024);
-DMLSERVE_AMX_CANDIDATE(amx_333x1000x777, AmxQGemmUkernel(), 333, 1000, 777);
-DMLSERVE_AMX_CANDIDATE(amx_prefetch_333x1000x777, AmxPrefetchQGemmUkernel(), 333, 1000, 777);
+
+bool RegisterAmxCandidates() {
+  struct Shape {
+    uint32_t m, k, n;
+    bool registered_b;
+  };
+  const Shape shapes[] = {{256, 4096, 4096, true},
+                          {1024, 1024, 1024, true},
+                          {333, 1000, 777, true},
+                          {256, 4096, 4096, false}};
+  const std::pair<const char*, const QGemmUkernel*> kernels[] = {
+      {"amx", AmxQGemmUkernel()}, {"amx_prefetch", AmxPrefetchQGemmUkernel()}};
+  for (const auto& [kernel_name, kernel] : kernels) {
+    for (size_t depth : {512, 1024, 2048}) {
+      for (size_t task_rows : {kQGemmRowBlock, 3 * kQGemmRowBlock}) {
+        for (bool rows_outer : {false, true}) {
+          for (bool copy_a : {false, true}) {
+            std::string name = std::string(kernel_name) + "_d" + std::to_string(depth);
+            if (task_rows != kQGemmRowBlock) name += "_t" + std::to_string(task_rows);
+            if (rows_outer) name += "_rows_outer";
+            if (copy_a) name += "_copy_a";
+            const QGemmBlocking blocking = {.depth_block = depth,
+                                            .task_rows = task_rows,
+                                            .row_blocks_outer = rows_outer,
+                                            .copy_a = copy_a,
+                                            .stream_b = task_rows != kQGemmRowBlock};
+            const QGemmUkernel* candidate =
+                kernel == nullptr ? nullptr : QGemmUkernelWithBlocking(*kernel, blocking, name);
+            for (const Shape& shape : shapes) {
+              benchmark::RegisterBenchmark(
+                  ("BM_AmxCandidate/" + name + "/" + std::to_string(shape.m) + "x" +
+                   std::to_string(shape.k) + "x" + std::to_string(shape.n) +
+                   (shape.registered_b ? "" : "_per_request"))
+                      .c_str(),
+                  BM_AmxCandidate, candidate, shape.m, shape.k, shape.n, shape.registered_b)
+                  ->UseRealTime()
+                  ->Unit(benchmark::kMillisecond);
+            }
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+const bool amx_candidates_registered = RegisterAmxCandidates();
 
 #define DMLSERVE_QGEMM_BENCHMARK(name, ...) \
   DMLSERVE_CPU_BENCHMARK(BM_CpuQGemm, name, Case(__VA_ARGS__))->Unit(benchmark::kMillisecond)

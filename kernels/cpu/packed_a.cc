@@ -34,7 +34,7 @@ int32_t PackAWideRowPortable(const ARowSource& row, size_t k, size_t padded, int
 }
 
 bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel) {
-  if (rows.empty() || kernel.wide_a) return false;
+  if (rows.empty() || kernel.wide_a || kernel.blocking.copy_a) return false;
   const bool is_signed = rows[0].is_signed;
   if (is_signed && kernel.signed_a == nullptr) return false;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -54,6 +54,12 @@ int32_t SumSignedBytes(const uint8_t* bytes, size_t count, const CpuKernels& cpu
       128u * static_cast<uint32_t>(count));
 }
 
+size_t PackedAStride(size_t k, const QGemmUkernel& kernel) {
+  const size_t padded = (k + 3) / 4 * 4;
+  if (kernel.blocking.copy_a) return (padded + 63) / 64 * 64 + 64;
+  return padded * (kernel.wide_a ? sizeof(int16_t) : 1);
+}
+
 void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel,
            const CpuKernels& cpu, bool sums, PackedA& packed) {
   const size_t count = rows.size();
@@ -64,10 +70,12 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kern
   packed.tail_first = count;
   const bool in_place = PacksAInPlace(rows, k, kernel);
   packed.raw_signed = in_place && rows[0].is_signed;
-  // Rows are not padded to dodge L1 set conflicts (as B's strips are): the
-  // micro-kernel reads only one quad per row per step, and using a UINT8 A in
-  // place measured faster than a padded copy. (An INT8 A in place is read as
-  // is, by the kernel's signed_a variant; the tail below is copied as is.)
+  // For the vector kernels rows are not padded to dodge L1 set conflicts (as
+  // B's strips are): they read only one quad per row per step, and using a
+  // UINT8 A in place measured faster than a padded copy. A kernel whose
+  // blocking keeps a call's A block in L1 asks for a copy (PackedAStride).
+  // (An INT8 A in place is read as is, by the kernel's signed_a variant; the
+  // tail below is copied as is.)
   uint8_t* out = nullptr;
   if (in_place) {
     packed.stride = k;
@@ -88,7 +96,7 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kern
       packed.tail = tail;
     }
   } else {
-    packed.stride = padded * (kernel.wide_a ? sizeof(int16_t) : 1);
+    packed.stride = PackedAStride(k, kernel);
     packed.storage = AllocateAligned(std::max<size_t>(1, count * packed.stride));
     out = reinterpret_cast<uint8_t*>(packed.storage.get());
     packed.data = out;
@@ -110,7 +118,7 @@ void PackA(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kern
           packed.row_sums[i] =
               kernel.wide_a
                   ? cpu.pack_a_wide_row(rows[i], k, padded, reinterpret_cast<int16_t*>(row_out))
-                  : cpu.pack_a_row(rows[i], k, padded, row_out);
+                  : cpu.pack_a_row(rows[i], k, packed.stride, row_out);
         }
       });
 }

@@ -58,6 +58,12 @@ struct PackedA {
 // has a signed_a variant.
 bool PacksAInPlace(absl::Span<const ARowSource> rows, size_t k, const QGemmUkernel& kernel);
 
+// Bytes between rows of A copied by PackA for `kernel`: whole quads (of
+// bytes, or of int16 for a wide-A kernel), or for a kernel whose blocking
+// asks for it (QGemmBlocking::copy_a) whole 64-byte lines plus one, so that
+// no two of 64 consecutive rows start in the same L1 set.
+size_t PackedAStride(size_t k, const QGemmUkernel& kernel);
+
 // Packs `rows` (K elements each) for `kernel` (its mr rows per call,
 // whether it reads A wide, whether it has a signed_a variant) with the packers of `cpu` (the table
 // of the ISA level `kernel` belongs to, or of any other level the CPU runs: every level's packers

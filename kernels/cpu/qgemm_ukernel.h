@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cpu/cpu_features.h"
@@ -97,6 +98,32 @@ inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 *
 // built.
 inline constexpr size_t kQGemmRowBlock = 96;
 
+// How the matrix multiply driver (quantized_matmul_kernels.cc) blocks a
+// product for one kernel. Zero and false mean the driver's defaults, which
+// suit the vector kernels; the tile kernel's differ (its operands are 1 KiB
+// tiles: see qgemm_ukernel_amx-inl.h, which gives each value its reason).
+struct QGemmBlocking {
+  // Depth values per call (a multiple of 64): the A rows and the B
+  // micro-panel of one call, which this bounds, are what stays in L1.
+  size_t depth_block = 0;
+  // Rows per task (a multiple of kQGemmRowBlock): how many row blocks share
+  // each B micro-panel while it is in L1 or L2.
+  size_t task_rows = 0;
+  // Row blocks outside, strip groups inside (else the reverse): a call's A
+  // block stays in L1 while every strip group of the task passes over it.
+  bool row_blocks_outer = false;
+  // A is always copied (never used in place), into rows whose stride is a
+  // multiple of 64 bytes plus one line, so that a call's rows fall into
+  // different L1 sets: rows of 4 KiB multiples all fall into the same ones.
+  bool copy_a = false;
+  // A B sent with a request and multiplied by at most task_rows rows is
+  // packed a panel at a time inside the tasks (as it always is for at most
+  // kQGemmRowBlock rows), and such tasks keep all the rows, so each panel is
+  // packed exactly once: packing (bound by memory) overlaps the other
+  // threads' multiplies (bound by the tiles) instead of preceding them all.
+  bool stream_b = false;
+};
+
 struct QGemmUkernel {
   // "generic", "avx2" (with "avx2_one_strip", "avx2_wide_b", "avx2_b7"),
   // "avxvnni", "avx512vnni", "amx" ("amx_model" for tests).
@@ -148,6 +175,7 @@ struct QGemmUkernel {
   // than copying it shifted (PackedA::raw_signed). Same mr, max_strips and
   // release.
   const QGemmUkernel* signed_a = nullptr;
+  QGemmBlocking blocking = {};
 };
 
 // Bytes of one quad of one row of packed A for `kernel` (4, or 8 when wide).
@@ -193,6 +221,15 @@ const QGemmUkernel* AmxModelQGemmUkernel();
 // exactness suites.
 const QGemmUkernel* AmxPrefetchQGemmUkernel();
 const QGemmUkernel* AmxModelPrefetchQGemmUkernel();
+
+// A copy of `kernel` named `name` (and of its signed_a variant, named
+// `name` + "_signed_a") with the driver's blocking replaced by `blocking`:
+// the candidates the benchmarks compare and the exactness suites check
+// (same results: blocking only reorders exact integer sums). Made anew by
+// each call, never destroyed.
+const QGemmUkernel* QGemmUkernelWithBlocking(const QGemmUkernel& kernel,
+                                             const QGemmBlocking& blocking,
+                                             const std::string& name);
 
 // Rows from which a kernel's many_rows kernel (which reads B repacked) runs
 // when B is repacked for the product (a B per request, packed by PackB for

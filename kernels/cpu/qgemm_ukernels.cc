@@ -1,6 +1,8 @@
 // How a level's micro-kernel hands a product to one of the kernels it
 // substitutes (which level runs is the business of cpu_kernels.h).
 
+#include <string>
+
 #include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
@@ -17,6 +19,21 @@ const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits
   const uint64_t many_rows = b_repacked ? kQGemmManyRowsRepackedB : kQGemmManyRows;
   if (rows >= many_rows && selected.many_rows != nullptr) return *selected.many_rows;
   return selected;
+}
+
+const QGemmUkernel* QGemmUkernelWithBlocking(const QGemmUkernel& kernel,
+                                             const QGemmBlocking& blocking,
+                                             const std::string& name) {
+  auto* copy = new QGemmUkernel(kernel);
+  copy->blocking = blocking;
+  copy->name = (new std::string(name))->c_str();
+  if (kernel.signed_a != nullptr) {
+    auto* signed_a = new QGemmUkernel(*kernel.signed_a);
+    signed_a->blocking = blocking;
+    signed_a->name = (new std::string(name + "_signed_a"))->c_str();
+    copy->signed_a = signed_a;
+  }
+  return copy;
 }
 
 }  // namespace dmlserve

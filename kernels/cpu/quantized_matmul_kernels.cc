@@ -9,6 +9,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "kernels/core/check.h"
 #include "kernels/core/parallel_for.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
@@ -347,10 +348,29 @@ void MultiplyIntoTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile,
       }
       continue;
     }
+    // One call: row block `block` times the strip group from strip s.
+    auto call = [&](size_t block, size_t s, const int8_t* micro_panel) {
+      const size_t first = block * kernel.mr;
+      const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
+      const int group = static_cast<int>(std::min<size_t>(kernel.max_strips, strips - s));
+      kernel.fn(quads, a.rows(row0 + first) + q0 * QGemmAQuadBytes(kernel), a.stride, block_rows,
+                micro_panel, strip_stride, group, tile + first * ldc + s * kQGemmStripColumns, ldc,
+                q0 > 0);
+    };
+    if (kernel.blocking.row_blocks_outer) {
+      // A call's rows of A stay in L1 while every strip group passes over
+      // them (a kernel that repacks B does not block so: see QGemmBlocking).
+      DMLSERVE_DCHECK(b.repacked == nullptr && kernel.repack_b == nullptr);
+      for (size_t block = 0; block < blocks; ++block) {
+        for (size_t s = 0; s < strips; s += kernel.max_strips) {
+          call(block, s, panel + s * strip_stride);
+        }
+      }
+      continue;
+    }
     // Strip groups outside, row blocks inside: one micro-panel of B stays in
     // L1/L2 while every row block of the task passes over it.
     for (size_t s = 0; s < strips; s += kernel.max_strips) {
-      const int group = static_cast<int>(std::min<size_t>(kernel.max_strips, strips - s));
       const int8_t* micro_panel = panel + s * strip_stride;
       if (b.repacked != nullptr) {  // one strip per call (see qgemm_ukernel.h)
         micro_panel =
@@ -360,13 +380,7 @@ void MultiplyIntoTile(const GemmTask& task, TaskScratch& scratch, int32_t* tile,
         kernel.repack_b(micro_panel, quads, repacked);
         micro_panel = repacked;
       }
-      for (size_t block = 0; block < blocks; ++block) {
-        const size_t first = block * kernel.mr;
-        const int block_rows = static_cast<int>(std::min<size_t>(kernel.mr, rows - first));
-        kernel.fn(quads, a.rows(row0 + first) + q0 * QGemmAQuadBytes(kernel), a.stride, block_rows,
-                  micro_panel, strip_stride, group, tile + first * ldc + s * kQGemmStripColumns,
-                  ldc, q0 > 0);
-      }
+      for (size_t block = 0; block < blocks; ++block) call(block, s, micro_panel);
     }
   }
 }
@@ -446,6 +460,11 @@ void RunTask(const GemmTask& task) {
 void RunPanels(const GemmTask& product, size_t column_block, const std::vector<RowJob>& rows,
                size_t panel_rows, PackedA& a);
 
+// Rows per task for `kernel`: its blocking's, or kRowBlock.
+size_t TaskRows(const QGemmUkernel& kernel) {
+  return kernel.blocking.task_rows != 0 ? kernel.blocking.task_rows : kRowBlock;
+}
+
 // out = requantize((A - za) x (B - zb)) for every row of `list`, with B slice
 // `slice` of `op` (packed whole, from `cache` when it is registered). Rows
 // are made a chunk at a time; before each chunk `stop` may abandon the rest
@@ -467,7 +486,9 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
   // blocks (or by later requests, once cached), and costs nothing with one
   // strip (K x 16 bytes), which the narrow path rearranges once per call.
   const bool narrow = n <= kQGemmStripColumns && selected.narrow != nullptr && total_rows >= 2;
-  const bool streaming = !registered && total_rows <= kRowBlock && !narrow;
+  const bool streaming =
+      !registered && !narrow &&
+      (total_rows <= kRowBlock || (selected.blocking.stream_b && total_rows <= TaskRows(selected)));
   if (streaming) {
     columns = BColumns::Of(op);
     b.columns = &columns;
@@ -495,7 +516,9 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
     kernel.narrow_pack(b.packed->strip(0), quads, reinterpret_cast<int8_t*>(narrow_panel.get()));
     b.narrow = reinterpret_cast<const int8_t*>(narrow_panel.get());
   }
-  size_t depth_block = streaming ? kStreamingDepthBlock : kDepthBlock;
+  size_t depth_block = streaming                          ? kStreamingDepthBlock
+                       : kernel.blocking.depth_block != 0 ? kernel.blocking.depth_block
+                                                          : kDepthBlock;
   if (packed != nullptr && total_rows <= kWholeDepthMaxRows) depth_block = quads * 4;
   size_t column_block = kColumnBlock;
   if (streaming) {
@@ -515,11 +538,12 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
     list.Fill(chunk0,
               static_cast<size_t>(std::min<uint64_t>(kMaxRowsPerChunk, total_rows - chunk0)), rows);
     // A used in place needs no panels; a copy is made a panel at a time.
+    const size_t task_rows = TaskRows(kernel);
     const size_t panel_rows =
         PacksAInPlace(ARows(rows, 0, rows.size()), k, kernel)
             ? rows.size()
-            : std::max<size_t>(kRowBlock, kMaxPackedABytes / (quads * QGemmAQuadBytes(kernel)) /
-                                              kRowBlock * kRowBlock);
+            : std::max<size_t>(task_rows,
+                               kMaxPackedABytes / PackedAStride(k, kernel) / task_rows * task_rows);
     RunPanels(product, column_block, rows, panel_rows, a);
   }
   return absl::OkStatus();
@@ -549,12 +573,16 @@ void RunPanels(const GemmTask& product, size_t column_block, const std::vector<R
     // in a call of tens of microseconds, is most of what is lost).
     const size_t parallelism = static_cast<size_t>(ParallelismLevel());
     const size_t wanted_tasks = 4 * parallelism;
-    size_t row_block = kRowBlock;
-    if (column_blocks * ((panel_count + kRowBlock - 1) / kRowBlock) < wanted_tasks) {
+    const size_t task_rows = TaskRows(kernel);
+    size_t row_block = task_rows;
+    // (Not when the kernel streams B panels with whole tasks' rows: each
+    // panel would be packed once per row block.)
+    const bool keep_rows = product.b->packed == nullptr && kernel.blocking.stream_b;
+    if (!keep_rows && column_blocks * ((panel_count + task_rows - 1) / task_rows) < wanted_tasks) {
       const size_t split = n <= kQGemmStripColumns ? 4 * wanted_tasks : wanted_tasks;
       const size_t rows_per_task = (panel_count * column_blocks + split - 1) / split;
       row_block = std::clamp<size_t>((rows_per_task + kernel.mr - 1) / kernel.mr * kernel.mr,
-                                     kernel.mr, kRowBlock);
+                                     kernel.mr, task_rows);
     }
     const size_t row_blocks = (panel_count + row_block - 1) / row_block;
     const int64_t macs_per_task =

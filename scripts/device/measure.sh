@@ -11,19 +11,33 @@
 # unrun, never the summary files. Most valuable first within each part.
 # docs/benchmarks.md, "Measuring on a lent machine", gives the call.
 #
-#   scripts/device/measure.sh [amx|gpu|all|exactness] [--quick]
+#   scripts/device/measure.sh [amx|gpu|all|exactness|candidates|focus] [--quick]
 #
 # exactness: the tile path's exactness suite alone (what a run cut short by
-# its limit leaves to do).
+# its limit leaves to do). candidates: the tile kernel's candidate kernels and
+# blockings against one another (BM_AmxCandidate, bench/cpu_kernels_bench.cc),
+# the micro-kernel from L1 and L2, and the limits: what picks the amx level's
+# kernel. focus: the leading candidates only (FOCUS, a regex of their names),
+# REPS repetitions each in random order, beside the peers on the main cases
+# (REPORT_FILTER): what decides between them, peers in the same run.
 #
 # --quick shortens every run (a rehearsal on an ordinary machine).
 set -uo pipefail
 root=$(pwd)
 what=${1:-all}
 only_exactness=false
+only_candidates=false
 if [[ $what == exactness ]]; then
   what=amx
   only_exactness=true
+elif [[ $what == candidates ]]; then
+  what=amx
+  only_candidates=true
+fi
+only_focus=false
+if [[ $what == focus ]]; then
+  what=amx
+  only_focus=true
 fi
 quick=false
 [[ ${2:-} == --quick ]] && quick=true
@@ -113,7 +127,40 @@ has_amx=false
 grep -qw amx_int8 /proc/cpuinfo && has_amx=true
 if [[ $what == amx || $what == all ]]; then
   [[ $what == all ]] && section_end=$((SECONDS + ${AMX_BUDGET:-270}))
-  if $has_amx || $quick; then
+  # The leading candidate blockings (from a `candidates` run; FOCUS
+  # overrides), REPS (default 4) repetitions in random order, so that the
+  # machine's drift falls on all of them alike; the table's kernel
+  # (amx_d2048) among them.
+  focus=${FOCUS:-amx_d2048|amx_d1024_t288|amx_prefetch_d2048_t288|amx_d1024_rows_outer_copy_a|amx_prefetch_d2048_t288_rows_outer_copy_a|amx_d1024_rows_outer}
+  focus_step() {
+    step amx_candidates_focus "$1" env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter="AmxCandidate/($focus)/" --benchmark_min_time="$(pick 0.1 0.01)" \
+      --benchmark_repetitions="${REPS:-4}" --benchmark_enable_random_interleaving=true
+  }
+  peers=()
+  [[ -x $bin/dmlserve_onednn_bench ]] && peers+=(--onednn="$bin/dmlserve_onednn_bench")
+  python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null &&
+    peers+=(--ort="$root/bench/onnxruntime/ort_qgemm_bench.py")
+  if $only_focus; then
+    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    focus_step 200
+    report_filter=${REPORT_FILTER:-u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|u8s8_1024x1024x1024_registered_b|u8s8_odd_333x1000x777_registered_b}
+    step isa_report_amx_focus 200 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+      --isa=amx --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 3 1)" \
+      --min_time="$(pick 0.2 0.05)" --filter="$report_filter"
+  elif $only_candidates; then
+    $has_amx || echo "step candidates: no amx_int8 in /proc/cpuinfo (they skip)" | tee -a "$out/steps.txt"
+    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    # Registered B first (the targets' main rows), then B per request.
+    step amx_candidates_registered 200 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='AmxCandidate/.*/[0-9]+x[0-9]+x[0-9]+/' --benchmark_min_time="$(pick 0.1 0.01)"
+    step amx_candidates_per_request 120 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+      --benchmark_filter='AmxCandidate/.*_per_request' --benchmark_min_time="$(pick 0.1 0.01)"
+    step amx_ukernels 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
+      --benchmark_filter='QGemmUkernel/(amx|avx512vnni)' --benchmark_min_time="$(pick 0.2 0.01)"
+  elif $has_amx || $quick; then
     isa=amx
     $has_amx || isa=avx512vnni  # a rehearsal without tiles
     # The limits, 1 and 2 threads: tdpbusd beside vpdpbusd.
@@ -125,24 +172,21 @@ if [[ $what == amx || $what == all ]]; then
     # (when the bundle has its bench) and ONNX Runtime (when the python3 on
     # PATH imports onnxruntime, as the device image's does), 2 threads each,
     # interleaved round by round.
-    peers=()
-    [[ -x $bin/dmlserve_onednn_bench ]] && peers+=(--onednn="$bin/dmlserve_onednn_bench")
-    python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null &&
-      peers+=(--ort="$root/bench/onnxruntime/ort_qgemm_bench.py")
     $only_exactness || step isa_report_$isa 150 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
       --isa=$isa --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 2 1)" \
       --min_time="$(pick 0.3 0.05)"
+    $only_exactness || focus_step 120
     # Exactness on the real tile instructions: what kernels.isa.amx runs.
     # The per-path suites only for the tile paths (every vector path ran them
     # here already; all of them took over 90 s there).
     step exactness_$isa 120 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
       "$bin/dmlserve_kernels_test" \
-      --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_prefetch:*/amx_model"
-    # What bounds the tiles, and the prefetching candidate against the kernel:
-    # the micro-kernel alone (1 thread) from L1, from L2, from L2 with A's
-    # rows 4 KiB apart; whole products through the driver (2 threads).
-    $only_exactness || step amx_candidates 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
-      --benchmark_filter='QGemmUkernel/(amx|avx512vnni)|AmxCandidate' \
+      --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_prefetch:*/amx_prefetch_blocked:*/amx_model*"
+    # What bounds the tiles: the micro-kernel alone (1 thread) from L1, from
+    # L2, from L2 with A's rows 4 KiB apart, and the prefetching candidate
+    # (the blockings: `candidates`).
+    $only_exactness || step amx_ukernels 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
+      --benchmark_filter='QGemmUkernel/(amx|avx512vnni)' \
       --benchmark_min_time="$(pick 0.3 0.05)"
     # Today's path on the same machine: the odd shapes (the tiles' target is
     # 2x) and the GEMV (no regression), forced to AVX-512 VNNI.

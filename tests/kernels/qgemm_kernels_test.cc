@@ -75,6 +75,36 @@ std::vector<const CpuKernels*> TablesUnderTest() {
         WithKernel(CpuKernelsFor(CpuIsa::kAmx), AmxPrefetchQGemmUkernel());
     tables.push_back(prefetch);
   }
+  // The driver's other blockings (QGemmBlocking) the tile kernel's
+  // candidates use: several depth blocks (accumulating), tasks of two row
+  // blocks, row blocks outside, A copied with an unaliased stride, a B per
+  // request streamed into tasks of up to two row blocks; on the
+  // model everywhere, on the tiles where the CPU has them.
+  static const CpuKernels* const model_blocked =
+      WithKernel(AmxModelCpuKernels(), QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(),
+                                                                {.depth_block = 512,
+                                                                 .task_rows = 2 * kQGemmRowBlock,
+                                                                 .row_blocks_outer = true,
+                                                                 .copy_a = true,
+                                                                 .stream_b = true},
+                                                                "amx_model_blocked"));
+  tables.push_back(model_blocked);
+  static const CpuKernels* const model_prefetch_copied_a = WithKernel(
+      AmxModelCpuKernels(), QGemmUkernelWithBlocking(*AmxModelPrefetchQGemmUkernel(),
+                                                     {.depth_block = 1024, .copy_a = true},
+                                                     "amx_model_prefetch_copied_a"));
+  tables.push_back(model_prefetch_copied_a);
+  if (CpuRunsIsa(CpuIsa::kAmx) && AmxPrefetchQGemmUkernel() != nullptr) {
+    static const CpuKernels* const blocked = WithKernel(
+        CpuKernelsFor(CpuIsa::kAmx), QGemmUkernelWithBlocking(*AmxPrefetchQGemmUkernel(),
+                                                              {.depth_block = 512,
+                                                               .task_rows = 2 * kQGemmRowBlock,
+                                                               .row_blocks_outer = true,
+                                                               .copy_a = true,
+                                                               .stream_b = true},
+                                                              "amx_prefetch_blocked"));
+    tables.push_back(blocked);
+  }
   return tables;
 }
 
@@ -864,6 +894,42 @@ TEST_P(QGemmPathTest, WeightsJustPastSevenBitsAreExact) {
 // Which of AVX2's kernels multiplies a product: the 7-bit kernel first, the
 // one-strip kernel for N <= 16, the many-rows kernel from 24 rows, or from 12
 // when B's repacked copy already exists (a registered B), else the level's.
+// A kernel whose blocking asks for A copied (QGemmBlocking::copy_a) gets A'
+// in rows of whole 64-byte lines plus one (never a multiple of 4 KiB, so 64
+// consecutive rows start in 64 different L1 sets), zeros past K, and the
+// same sums as the bytes it would have used in place.
+TEST(QGemmPackingTest, CopiedARowsDodgeL1Sets) {
+  std::mt19937 rng(23);
+  const QGemmUkernel copying =
+      *QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), {.copy_a = true}, "amx_model_copy_a");
+  for (bool is_signed : {false, true}) {
+    for (size_t k : {size_t{3}, size_t{64}, size_t{1000}, size_t{4096}}) {
+      std::vector<uint8_t> source(7 * k);
+      for (uint8_t& v : source) v = static_cast<uint8_t>(rng());
+      std::vector<ARowSource> rows;
+      for (size_t i = 0; i < 7; ++i) rows.push_back({source.data() + i * k, is_signed});
+      PackedA copied;
+      PackA(rows, k, copying, AmxModelCpuKernels(), /*sums=*/true, copied);
+      EXPECT_FALSE(copied.raw_signed);
+      EXPECT_NE(copied.data, source.data());
+      EXPECT_EQ(copied.stride, PackedAStride(k, copying));
+      EXPECT_EQ(copied.stride, (k + 63) / 64 * 64 + 64) << "k=" << k;
+      EXPECT_NE(copied.stride % 4096, 0u) << "k=" << k;
+      PackedA shifted;  // the portable level's copy: A' and its sums
+      PackA(rows, k, *GenericQGemmUkernel(), PortableTable(), /*sums=*/true, shifted);
+      EXPECT_EQ(copied.row_sums, shifted.row_sums) << "k=" << k;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const uint8_t* row =
+            copied.rows(i / copying.mr * copying.mr) + (i % copying.mr) * copied.stride;
+        for (size_t j = 0; j < copied.stride; ++j) {
+          const int expected = j < k ? (source[i * k + j] ^ (is_signed ? 0x80 : 0)) : 0;
+          ASSERT_EQ(row[j], expected) << "row " << i << " byte " << j << " k=" << k;
+        }
+      }
+    }
+  }
+}
+
 TEST(QGemmPackingTest, ChooseQGemmUkernelPicksByBRowsAndColumns) {
   const QGemmUkernel* avx2 = Avx2QGemmUkernel();
   if (avx2 == nullptr) GTEST_SKIP() << "not x86-64";
