@@ -239,7 +239,7 @@ BENCHMARK_CAPTURE(BM_U8S8RowSweep, amx, CpuIsa::kAmx)
 // prefetching one, each under the driver's blockings (QGemmBlocking), in
 // whole products through the driver, B registered, and 256 x 4096 x 4096
 // with B per request. Named BM_AmxCandidate/<kernel>_d<depth block>
-// [_t<task rows>][_rows_outer][_copy_a]/<m>x<k>x<n>[_per_request]; tasks of
+// [_t<task rows>][_c<task columns>][_rows_outer][_copy_a]/<m>x<k>x<n>[_per_request]; tasks of
 // more than kQGemmRowBlock rows stream a B per request (stream_b).
 void BM_AmxCandidate(benchmark::State& state, const QGemmUkernel* kernel, uint32_t m, uint32_t k,
                      uint32_t n, bool registered_b) {
@@ -263,35 +263,47 @@ bool RegisterAmxCandidates() {
                           {256, 4096, 4096, false}};
   const std::pair<const char*, const QGemmUkernel*> kernels[] = {
       {"amx", AmxQGemmUkernel()}, {"amx_prefetch", AmxPrefetchQGemmUkernel()}};
+  auto add = [&](const char* kernel_name, const QGemmUkernel* kernel, QGemmBlocking blocking) {
+    std::string name = std::string(kernel_name) + "_d" + std::to_string(blocking.depth_block);
+    if (blocking.task_rows != kQGemmRowBlock) name += "_t" + std::to_string(blocking.task_rows);
+    if (blocking.column_block != 0) name += "_c" + std::to_string(blocking.column_block);
+    if (blocking.row_blocks_outer) name += "_rows_outer";
+    if (blocking.copy_a) name += "_copy_a";
+    blocking.stream_b = blocking.task_rows != kQGemmRowBlock;
+    const QGemmUkernel* candidate =
+        kernel == nullptr ? nullptr : QGemmUkernelWithBlocking(*kernel, blocking, name);
+    for (const Shape& shape : shapes) {
+      benchmark::RegisterBenchmark(("BM_AmxCandidate/" + name + "/" + std::to_string(shape.m) +
+                                    "x" + std::to_string(shape.k) + "x" + std::to_string(shape.n) +
+                                    (shape.registered_b ? "" : "_per_request"))
+                                       .c_str(),
+                                   BM_AmxCandidate, candidate, shape.m, shape.k, shape.n,
+                                   shape.registered_b)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  };
   for (const auto& [kernel_name, kernel] : kernels) {
     for (size_t depth : {512, 1024, 2048}) {
       for (size_t task_rows : {kQGemmRowBlock, 3 * kQGemmRowBlock}) {
         for (bool rows_outer : {false, true}) {
           for (bool copy_a : {false, true}) {
-            std::string name = std::string(kernel_name) + "_d" + std::to_string(depth);
-            if (task_rows != kQGemmRowBlock) name += "_t" + std::to_string(task_rows);
-            if (rows_outer) name += "_rows_outer";
-            if (copy_a) name += "_copy_a";
-            const QGemmBlocking blocking = {.depth_block = depth,
-                                            .task_rows = task_rows,
-                                            .row_blocks_outer = rows_outer,
-                                            .copy_a = copy_a,
-                                            .stream_b = task_rows != kQGemmRowBlock};
-            const QGemmUkernel* candidate =
-                kernel == nullptr ? nullptr : QGemmUkernelWithBlocking(*kernel, blocking, name);
-            for (const Shape& shape : shapes) {
-              benchmark::RegisterBenchmark(
-                  ("BM_AmxCandidate/" + name + "/" + std::to_string(shape.m) + "x" +
-                   std::to_string(shape.k) + "x" + std::to_string(shape.n) +
-                   (shape.registered_b ? "" : "_per_request"))
-                      .c_str(),
-                  BM_AmxCandidate, candidate, shape.m, shape.k, shape.n, shape.registered_b)
-                  ->UseRealTime()
-                  ->Unit(benchmark::kMillisecond);
-            }
+            add(kernel_name, kernel,
+                {.depth_block = depth,
+                 .task_rows = task_rows,
+                 .row_blocks_outer = rows_outer,
+                 .copy_a = copy_a});
           }
         }
       }
+    }
+  }
+  // Wider tasks: A read from beyond L2 once per 512 columns instead of 256
+  // (see QGemmBlocking::column_block).
+  for (size_t task_rows : {kQGemmRowBlock, 3 * kQGemmRowBlock}) {
+    for (bool copy_a : {false, true}) {
+      add("amx", AmxQGemmUkernel(),
+          {.depth_block = 2048, .task_rows = task_rows, .column_block = 512, .copy_a = copy_a});
     }
   }
   return true;

@@ -109,6 +109,11 @@ struct QGemmBlocking {
   // Rows per task (a multiple of kQGemmRowBlock): how many row blocks share
   // each B micro-panel while it is in L1 or L2.
   size_t task_rows = 0;
+  // Columns per task (a multiple of 64) when B was packed whole: how many
+  // strip groups share each row block of A while it is in L2. A task reads
+  // task_rows x K bytes of A and columns x K of B from beyond L2 for
+  // task_rows x columns x K multiply-adds.
+  size_t column_block = 0;
   // Row blocks outside, strip groups inside (else the reverse): a call's A
   // block stays in L1 while every strip group of the task passes over it.
   bool row_blocks_outer = false;

@@ -520,7 +520,8 @@ absl::Status RunGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, 
                        : kernel.blocking.depth_block != 0 ? kernel.blocking.depth_block
                                                           : kDepthBlock;
   if (packed != nullptr && total_rows <= kWholeDepthMaxRows) depth_block = quads * 4;
-  size_t column_block = kColumnBlock;
+  size_t column_block =
+      kernel.blocking.column_block != 0 ? kernel.blocking.column_block : kColumnBlock;
   if (streaming) {
     const size_t per_thread = (n + 2 * ParallelismLevel() - 1) / (2 * ParallelismLevel());
     column_block =

@@ -11,15 +11,17 @@
 # unrun, never the summary files. Most valuable first within each part.
 # docs/benchmarks.md, "Measuring on a lent machine", gives the call.
 #
-#   scripts/device/measure.sh [amx|gpu|all|exactness|candidates|focus] [--quick]
+#   scripts/device/measure.sh [amx|gpu|all|exactness|candidates|focus|feed] [--quick]
 #
 # exactness: the tile path's exactness suite alone (what a run cut short by
 # its limit leaves to do). candidates: the tile kernel's candidate kernels and
 # blockings against one another (BM_AmxCandidate, bench/cpu_kernels_bench.cc),
 # the micro-kernel from L1 and L2, and the limits: what picks the amx level's
 # kernel. focus: the leading candidates only (FOCUS, a regex of their names),
-# REPS repetitions each in random order, beside the peers on the main cases
-# (REPORT_FILTER): what decides between them, peers in the same run.
+# REPS repetitions each in random order on FOCUS_THREADS threads (default 2),
+# beside the peers on the main cases (REPORT_FILTER; none: no peers): what
+# decides between them, peers in the same run. feed:
+# what feeding the tiles from each cache level costs (BM_AmxFeed), 1 thread.
 #
 # --quick shortens every run (a rehearsal on an ordinary machine).
 set -uo pipefail
@@ -38,6 +40,11 @@ only_focus=false
 if [[ $what == focus ]]; then
   what=amx
   only_focus=true
+fi
+only_feed=false
+if [[ $what == feed ]]; then
+  what=amx
+  only_feed=true
 fi
 quick=false
 [[ ${2:-} == --quick ]] && quick=true
@@ -133,7 +140,7 @@ if [[ $what == amx || $what == all ]]; then
   # (amx_d2048) among them.
   focus=${FOCUS:-amx_d2048|amx_d1024_t288|amx_prefetch_d2048_t288|amx_d1024_rows_outer_copy_a|amx_prefetch_d2048_t288_rows_outer_copy_a|amx_d1024_rows_outer}
   focus_step() {
-    step amx_candidates_focus "$1" env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
+    step amx_candidates_focus "$1" env DMLSERVE_CPU_THREADS="${FOCUS_THREADS:-2}" "$bin/dmlserve_bench" \
       --benchmark_filter="AmxCandidate/($focus)/" --benchmark_min_time="$(pick 0.1 0.01)" \
       --benchmark_repetitions="${REPS:-4}" --benchmark_enable_random_interleaving=true
   }
@@ -141,12 +148,21 @@ if [[ $what == amx || $what == all ]]; then
   [[ -x $bin/dmlserve_onednn_bench ]] && peers+=(--onednn="$bin/dmlserve_onednn_bench")
   python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null &&
     peers+=(--ort="$root/bench/onnxruntime/ort_qgemm_bench.py")
-  if $only_focus; then
+  # What feeding the tiles costs from L1, L2 and L3 (bench/amx_feed_bench.cc),
+  # 1 thread, beside its limit, REPS (default 5) times in random order.
+  feed_step() {
+    step amx_feed 90 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
+      --benchmark_filter='AmxFeed|MachineLimit_Tdpbusd' --benchmark_min_time="$(pick 0.1 0.01)" \
+      --benchmark_repetitions="${REPS:-5}" --benchmark_enable_random_interleaving=true
+  }
+  if $only_feed; then
+    feed_step
+  elif $only_focus; then
     step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
       --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
     focus_step 200
     report_filter=${REPORT_FILTER:-u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|u8s8_1024x1024x1024_registered_b|u8s8_odd_333x1000x777_registered_b}
-    step isa_report_amx_focus 200 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
+    [[ $report_filter == none ]] || step isa_report_amx_focus 200 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
       --isa=amx --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 3 1)" \
       --min_time="$(pick 0.2 0.05)" --filter="$report_filter"
   elif $only_candidates; then
@@ -160,6 +176,7 @@ if [[ $what == amx || $what == all ]]; then
       --benchmark_filter='AmxCandidate/.*_per_request' --benchmark_min_time="$(pick 0.1 0.01)"
     step amx_ukernels 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
       --benchmark_filter='QGemmUkernel/(amx|avx512vnni)' --benchmark_min_time="$(pick 0.2 0.01)"
+    feed_step
   elif $has_amx || $quick; then
     isa=amx
     $has_amx || isa=avx512vnni  # a rehearsal without tiles
@@ -188,6 +205,7 @@ if [[ $what == amx || $what == all ]]; then
     $only_exactness || step amx_ukernels 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
       --benchmark_filter='QGemmUkernel/(amx|avx512vnni)' \
       --benchmark_min_time="$(pick 0.3 0.05)"
+    $only_exactness || feed_step
     # Today's path on the same machine: the odd shapes (the tiles' target is
     # 2x) and the GEMV (no regression), forced to AVX-512 VNNI.
     $only_exactness || step isa_report_vnni_path 40 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \

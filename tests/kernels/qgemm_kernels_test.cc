@@ -77,13 +77,15 @@ std::vector<const CpuKernels*> TablesUnderTest() {
   }
   // The driver's other blockings (QGemmBlocking) the tile kernel's
   // candidates use: several depth blocks (accumulating), tasks of two row
-  // blocks, row blocks outside, A copied with an unaliased stride, a B per
+  // blocks and 512 columns, row blocks outside, A copied with an unaliased
+  // stride, a B per
   // request streamed into tasks of up to two row blocks; on the
   // model everywhere, on the tiles where the CPU has them.
   static const CpuKernels* const model_blocked =
       WithKernel(AmxModelCpuKernels(), QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(),
                                                                 {.depth_block = 512,
                                                                  .task_rows = 2 * kQGemmRowBlock,
+                                                                 .column_block = 512,
                                                                  .row_blocks_outer = true,
                                                                  .copy_a = true,
                                                                  .stream_b = true},
@@ -99,6 +101,7 @@ std::vector<const CpuKernels*> TablesUnderTest() {
         CpuKernelsFor(CpuIsa::kAmx), QGemmUkernelWithBlocking(*AmxPrefetchQGemmUkernel(),
                                                               {.depth_block = 512,
                                                                .task_rows = 2 * kQGemmRowBlock,
+                                                               .column_block = 512,
                                                                .row_blocks_outer = true,
                                                                .copy_a = true,
                                                                .stream_b = true},
