@@ -1,6 +1,7 @@
 // How a level's micro-kernel hands a product to one of the kernels it
 // substitutes (which level runs is the business of cpu_kernels.h).
 
+#include <cstring>
 #include <string>
 
 #include "kernels/cpu/qgemm_ukernel.h"
@@ -21,16 +22,28 @@ const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits
   return selected;
 }
 
+namespace {
+
+// A copy of `name` that lives as long as the process (the kernel's name
+// points to its first byte).
+const char* LastingName(const std::string& name) {
+  char* copy = new char[name.size() + 1];
+  std::memcpy(copy, name.c_str(), name.size() + 1);
+  return copy;
+}
+
+}  // namespace
+
 const QGemmUkernel* QGemmUkernelWithBlocking(const QGemmUkernel& kernel,
                                              const QGemmBlocking& blocking,
                                              const std::string& name) {
   auto* copy = new QGemmUkernel(kernel);
   copy->blocking = blocking;
-  copy->name = (new std::string(name))->c_str();
+  copy->name = LastingName(name);
   if (kernel.signed_a != nullptr) {
     auto* signed_a = new QGemmUkernel(*kernel.signed_a);
     signed_a->blocking = blocking;
-    signed_a->name = (new std::string(name + "_signed_a"))->c_str();
+    signed_a->name = LastingName(name + "_signed_a");
     copy->signed_a = signed_a;
   }
   return copy;

@@ -27,7 +27,9 @@ namespace {
 // sweeps the rows, and the int32 results of the block (96 KiB) are
 // requantized straight from L2. kRowBlock is a multiple of every
 // micro-kernel's mr (3, 4, 6; see kQGemmRowBlock, where the tables check
-// it), kColumnBlock of every max_strips * 16.
+// it), kColumnBlock of every max_strips * 16. A kernel may ask for other
+// values (QGemmUkernel::blocking; TaskRows below): the tile kernel's
+// candidates do (qgemm_ukernel.h).
 constexpr size_t kRowBlock = kQGemmRowBlock;
 constexpr size_t kColumnBlock = 256;
 constexpr size_t kDepthBlock = 2048;

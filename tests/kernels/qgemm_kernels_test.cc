@@ -78,34 +78,31 @@ std::vector<const CpuKernels*> TablesUnderTest() {
   // The driver's other blockings (QGemmBlocking) the tile kernel's
   // candidates use: several depth blocks (accumulating), tasks of two row
   // blocks and 512 columns, row blocks outside, A copied with an unaliased
-  // stride, a B per
-  // request streamed into tasks of up to two row blocks; on the
-  // model everywhere, on the tiles where the CPU has them.
+  // stride, a B per request streamed into tasks of up to two row blocks; on
+  // the model everywhere, on the tiles where the CPU has them. (Each blocked
+  // kernel is held in a static of its own: WithKernel copies it.)
+  constexpr QGemmBlocking kBlocked = {.depth_block = 512,
+                                      .task_rows = 2 * kQGemmRowBlock,
+                                      .column_block = 512,
+                                      .row_blocks_outer = true,
+                                      .copy_a = true,
+                                      .stream_b = true};
+  static const QGemmUkernel* const model_blocked_kernel =
+      QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), kBlocked, "amx_model_blocked");
   static const CpuKernels* const model_blocked =
-      WithKernel(AmxModelCpuKernels(), QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(),
-                                                                {.depth_block = 512,
-                                                                 .task_rows = 2 * kQGemmRowBlock,
-                                                                 .column_block = 512,
-                                                                 .row_blocks_outer = true,
-                                                                 .copy_a = true,
-                                                                 .stream_b = true},
-                                                                "amx_model_blocked"));
+      WithKernel(AmxModelCpuKernels(), model_blocked_kernel);
   tables.push_back(model_blocked);
-  static const CpuKernels* const model_prefetch_copied_a = WithKernel(
-      AmxModelCpuKernels(), QGemmUkernelWithBlocking(*AmxModelPrefetchQGemmUkernel(),
-                                                     {.depth_block = 1024, .copy_a = true},
-                                                     "amx_model_prefetch_copied_a"));
+  static const QGemmUkernel* const model_prefetch_copied_a_kernel = QGemmUkernelWithBlocking(
+      *AmxModelPrefetchQGemmUkernel(), {.depth_block = 1024, .copy_a = true},
+      "amx_model_prefetch_copied_a");
+  static const CpuKernels* const model_prefetch_copied_a =
+      WithKernel(AmxModelCpuKernels(), model_prefetch_copied_a_kernel);
   tables.push_back(model_prefetch_copied_a);
   if (CpuRunsIsa(CpuIsa::kAmx) && AmxPrefetchQGemmUkernel() != nullptr) {
-    static const CpuKernels* const blocked = WithKernel(
-        CpuKernelsFor(CpuIsa::kAmx), QGemmUkernelWithBlocking(*AmxPrefetchQGemmUkernel(),
-                                                              {.depth_block = 512,
-                                                               .task_rows = 2 * kQGemmRowBlock,
-                                                               .column_block = 512,
-                                                               .row_blocks_outer = true,
-                                                               .copy_a = true,
-                                                               .stream_b = true},
-                                                              "amx_prefetch_blocked"));
+    static const QGemmUkernel* const blocked_kernel =
+        QGemmUkernelWithBlocking(*AmxPrefetchQGemmUkernel(), kBlocked, "amx_prefetch_blocked");
+    static const CpuKernels* const blocked =
+        WithKernel(CpuKernelsFor(CpuIsa::kAmx), blocked_kernel);
     tables.push_back(blocked);
   }
   return tables;
@@ -903,8 +900,9 @@ TEST_P(QGemmPathTest, WeightsJustPastSevenBitsAreExact) {
 // same sums as the bytes it would have used in place.
 TEST(QGemmPackingTest, CopiedARowsDodgeL1Sets) {
   std::mt19937 rng(23);
-  const QGemmUkernel copying =
-      *QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), {.copy_a = true}, "amx_model_copy_a");
+  static const QGemmUkernel* const copying_kernel =
+      QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), {.copy_a = true}, "amx_model_copy_a");
+  const QGemmUkernel& copying = *copying_kernel;
   for (bool is_signed : {false, true}) {
     for (size_t k : {size_t{3}, size_t{64}, size_t{1000}, size_t{4096}}) {
       std::vector<uint8_t> source(7 * k);
