@@ -127,11 +127,7 @@ void BM_AmxFeed(benchmark::State& state, FeedShape shape, Feed feed) {
       (reinterpret_cast<uintptr_t>(a.data()) + 63) & ~uintptr_t{63});
   const int8_t* b_aligned = reinterpret_cast<const int8_t*>(
       (reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t{63});
-  TileConfig config;
-  for (int t = 0; t < kAmxTiles; ++t) {
-    config.rows[t] = kAmxMaxRows;
-    config.colsb[t] = kAmxMaxRowBytes;
-  }
+  const TileConfig config = FullTileConfig();
   __asm__ volatile("ldtilecfg %0" : : "m"(config) : "memory");
   __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::);
   steps_fn(a_aligned, b_aligned, shape, kSteps);  // warms the caches

@@ -230,11 +230,7 @@ DMLSERVE_ISA_END
 // that runs it (the configuration is per thread), and released after.
 // Inline assembly, as in qgemm_ukernel_amx.cc.
 __attribute__((noinline)) int64_t TileChains(int64_t iterations) {
-  TileConfig config;
-  for (int t = 0; t < kAmxTiles; ++t) {
-    config.rows[t] = kAmxMaxRows;
-    config.colsb[t] = kAmxMaxRowBytes;
-  }
+  const TileConfig config = FullTileConfig();
   __asm__ volatile("ldtilecfg %0" : : "m"(config) : "memory");
   // tilezero leaves every tile 0: the products are 0, and the unit's rate
   // does not depend on the values.

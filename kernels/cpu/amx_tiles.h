@@ -43,6 +43,16 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
+// Every tile at its largest, 16 rows x 64 bytes (the probes' configuration).
+inline TileConfig FullTileConfig() {
+  TileConfig config;
+  for (int t = 0; t < kAmxTiles; ++t) {
+    config.rows[t] = kAmxMaxRows;
+    config.colsb[t] = kAmxMaxRowBytes;
+  }
+  return config;
+}
+
 // The tile instructions run in software, on the calling thread's own 8 tiles and configuration
 // (thread-local, like the hardware's). Every function checks what the hardware checks and aborts
 // with the rule's name where it would fault.
