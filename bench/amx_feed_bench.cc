@@ -2,8 +2,9 @@
 // the tile micro-kernel's step (qgemm_ukernel_amx-inl.h: load A0, B0, C00 +=
 // A0 B0, load B1, C01 += A0 B1, load A1, C10 += A1 B0, C11 += A1 B1) repeated
 // over operands whose footprints put A and B in L1, L2 or L3 independently,
-// with and without the multiplies, and with `tileloaddt1` (a load hinting
-// that the data will not be reused) for either operand. Read against
+// with and without the multiplies, with `tileloaddt1` (a load hinting that
+// the data will not be reused) for either operand, and asking for each
+// step's lines 2 or 8 steps ahead (the prefetching kernels' hint). Read against
 // BM_CpuMachineLimit_TdpbusdPeak (1 thread): where the kernel's rate falls
 // below the limit, these say which operand's loads, from which level, hold
 // it (docs/benchmarks.md, "The tile path's blockings"). One thread, the
@@ -64,7 +65,7 @@ struct FeedShape {
   bool a_tiles = false;
 };
 
-template <bool kMultiply, bool kAT1, bool kBT1>
+template <bool kMultiply, bool kAT1, bool kBT1, int kPrefetchSteps = 0>
 __attribute__((noinline)) void FeedSteps(const uint8_t* a, const int8_t* b, const FeedShape& shape,
                                          int64_t steps) {
   constexpr size_t kTileBytes = kAmxMaxRows * kAmxMaxRowBytes;
@@ -77,6 +78,19 @@ __attribute__((noinline)) void FeedSteps(const uint8_t* a, const int8_t* b, cons
   for (int64_t s = 0; s < steps; ++s) {
     const size_t a_offset = (static_cast<size_t>(s) * a_step) & a_mask;
     const size_t b_offset = (static_cast<size_t>(s) * kAmxMaxRows * kAmxMaxRowBytes) & b_mask;
+    if constexpr (kPrefetchSteps > 0) {
+      // The lines of the step kPrefetchSteps ahead, as the prefetching
+      // kernels ask for them (qgemm_ukernel_amx-inl.h).
+      const size_t ahead = static_cast<size_t>(s + kPrefetchSteps);
+      const size_t a_ahead = (ahead * a_step) & a_mask;
+      const size_t b_ahead = (ahead * kTileBytes) & b_mask;
+      for (int r = 0; r < kAmxMaxRows; ++r) {
+        DMLSERVE_PREFETCH_READ(a + a_ahead + r * lda);
+        DMLSERVE_PREFETCH_READ(a_lower + a_ahead + r * lda);
+        DMLSERVE_PREFETCH_READ(b + b_ahead + r * kAmxMaxRowBytes);
+        DMLSERVE_PREFETCH_READ(b1 + b_ahead + r * kAmxMaxRowBytes);
+      }
+    }
     LoadTile<4, kAT1>(a + a_offset, lda);
     LoadTile<6, kBT1>(b + b_offset, kAmxMaxRowBytes);
     Dot<0, 4, 6, kMultiply>();
@@ -92,10 +106,12 @@ constexpr int64_t kSteps = int64_t{1} << 16;
 
 // What a step does besides its 4 tile loads.
 enum class Feed {
-  kMultiply,     // the kernel's step
-  kLoadsOnly,    // the loads alone
-  kMultiplyAT1,  // the kernel's step, A loaded with tileloaddt1
-  kMultiplyBT1,  // the kernel's step, B loaded with tileloaddt1
+  kMultiply,           // the kernel's step
+  kLoadsOnly,          // the loads alone
+  kMultiplyAT1,        // the kernel's step, A loaded with tileloaddt1
+  kMultiplyBT1,        // the kernel's step, B loaded with tileloaddt1
+  kMultiplyPrefetch2,  // the kernel's step, asking for the lines 2 steps ahead
+  kMultiplyPrefetch8,  // ... 8 steps ahead
 };
 
 using FeedFn = void (*)(const uint8_t*, const int8_t*, const FeedShape&, int64_t);
@@ -110,6 +126,10 @@ FeedFn FeedFor(Feed feed) {
       return &FeedSteps<true, true, false>;
     case Feed::kMultiplyBT1:
       return &FeedSteps<true, false, true>;
+    case Feed::kMultiplyPrefetch2:
+      return &FeedSteps<true, false, false, 2>;
+    case Feed::kMultiplyPrefetch8:
+      return &FeedSteps<true, false, false, 8>;
   }
   return nullptr;
 }
@@ -163,6 +183,10 @@ DMLSERVE_AMX_FEED(a_l2_b_l1, kAL2BL1, Feed::kMultiply);
 DMLSERVE_AMX_FEED(both_l2, kBothL2, Feed::kMultiply);
 DMLSERVE_AMX_FEED(both_l2_lda4096, kBothL2Lda4096, Feed::kMultiply);
 DMLSERVE_AMX_FEED(both_l3, kBothL3, Feed::kMultiply);
+DMLSERVE_AMX_FEED(both_l3_prefetch2, kBothL3, Feed::kMultiplyPrefetch2);
+DMLSERVE_AMX_FEED(both_l3_prefetch8, kBothL3, Feed::kMultiplyPrefetch8);
+DMLSERVE_AMX_FEED(both_l2_prefetch2, kBothL2, Feed::kMultiplyPrefetch2);
+DMLSERVE_AMX_FEED(both_l2_prefetch8, kBothL2, Feed::kMultiplyPrefetch8);
 DMLSERVE_AMX_FEED(a_tiles_l2_b_l2, kATilesL2BL2, Feed::kMultiply);
 DMLSERVE_AMX_FEED(a_tiles_l2_b_l1, kATilesL2BL1, Feed::kMultiply);
 DMLSERVE_AMX_FEED(both_l2_a_t1, kBothL2, Feed::kMultiplyAT1);

@@ -298,6 +298,12 @@ bool RegisterAmxCandidates() {
       }
     }
   }
+  // Today's blocking and 288-row tasks with the kernel asking for each
+  // step's lines 8 steps ahead (AmxFarPrefetchQGemmUkernel: for lines from L3).
+  for (size_t task_rows : {kQGemmRowBlock, 3 * kQGemmRowBlock}) {
+    add("amx_prefetch8", AmxFarPrefetchQGemmUkernel(),
+        {.depth_block = 2048, .task_rows = task_rows});
+  }
   // Wider tasks: A read from beyond L2 once per 512 columns instead of 256
   // (see QGemmBlocking::column_block).
   for (size_t task_rows : {kQGemmRowBlock, 3 * kQGemmRowBlock}) {

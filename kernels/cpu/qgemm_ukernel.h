@@ -226,6 +226,10 @@ const QGemmUkernel* AmxModelQGemmUkernel();
 // exactness suites.
 const QGemmUkernel* AmxPrefetchQGemmUkernel();
 const QGemmUkernel* AmxModelPrefetchQGemmUkernel();
+// The same asking kAmxFarPrefetchSteps (8) steps ahead, far enough for lines
+// from L3 (qgemm_ukernel_amx-inl.h): in no table either; null where
+// AmxQGemmUkernel is.
+const QGemmUkernel* AmxFarPrefetchQGemmUkernel();
 
 // A copy of `kernel` named `name` (and of its signed_a variant, named
 // `name` + "_signed_a") with the driver's blocking replaced by `blocking`:

@@ -25,8 +25,8 @@
 // Rapids). One accumulator per A tile would load twice the bytes per product. The accumulators stay
 // in tiles across the whole depth block the driver gives a call (up to kDepthBlock, 512 quads: 32
 // steps), and C is read and written once per call. On an Emerald Rapids Xeon products reached
-// 21-32% of the tile limit (docs/benchmarks.md, "AMX on a lent Xeon"); the kPrefetch candidate
-// tests the first suspect listed there (each step waits for its lines from L2).
+// 21-32% of the tile limit (docs/benchmarks.md, "AMX on a lent Xeon"); the kPrefetchSteps
+// candidates ask for each step's lines ahead of it.
 //
 // Edges:
 //   - Rows: the configuration is made for the block's row count (1..32): the upper A and C
@@ -46,10 +46,13 @@ inline constexpr int kAmxMr = 32;
 inline constexpr int kAmxMaxStrips = 2;
 // Quads per step: one A tile row, one B tile.
 inline constexpr size_t kAmxStepQuads = kAmxMaxRowBytes / 4;
-// The prefetching candidate (kPrefetch below) asks for the lines of the step this many steps
-// ahead: 2 steps are 8 TDPBUSD, about 128 cycles at the tile unit's rate, more than a line
-// takes to come from L2 or L3.
-inline constexpr size_t kAmxPrefetchSteps = 2;
+// The prefetching candidates (kPrefetchSteps below) ask for the lines of the step this many
+// steps ahead: 2 steps are 8 TDPBUSD, about 128 cycles at the tile unit's rate, more than a
+// line takes to come from L2; 8 steps (about 500 cycles, 200 ns) more than one takes from L3,
+// from which a core loads only 26 GB/s when the tile loads wait for each line
+// (BM_AmxFeed/both_l3).
+inline constexpr int kAmxPrefetchSteps = 2;
+inline constexpr int kAmxFarPrefetchSteps = 8;
 
 // Tile numbers: accumulators C<row tile><strip>, then A per row tile, B per strip.
 enum AmxTile : int { kC00 = 0, kC01 = 1, kC10 = 2, kC11 = 3, kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7 };
@@ -139,7 +142,7 @@ DMLSERVE_ALWAYS_INLINE void AmxPrefetchStep(const uint8_t* a, size_t lda, int ro
   }
 }
 
-template <typename Tiles, bool kSignedA, bool kPrefetch, int kRowTiles, int kStrips>
+template <typename Tiles, bool kSignedA, int kPrefetchSteps, int kRowTiles, int kStrips>
 void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
               size_t b_strip_stride, int32_t* c, size_t ldc, bool accumulate) {
   const size_t c_stride = ldc * sizeof(int32_t);
@@ -163,10 +166,10 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
   }
   const size_t steps = quads / kAmxStepQuads;
   for (size_t s = 0; s < steps; ++s) {
-    if constexpr (kPrefetch) {
-      if (s + kAmxPrefetchSteps < steps) {
-        AmxPrefetchStep<kStrips>(a + (s + kAmxPrefetchSteps) * kAmxMaxRowBytes, lda, rows,
-                                 b + (s + kAmxPrefetchSteps) * kAmxStepQuads * kQGemmQuadBytes,
+    if constexpr (kPrefetchSteps > 0) {
+      if (s + kPrefetchSteps < steps) {
+        AmxPrefetchStep<kStrips>(a + (s + kPrefetchSteps) * kAmxMaxRowBytes, lda, rows,
+                                 b + (s + kPrefetchSteps) * kAmxStepQuads * kQGemmQuadBytes,
                                  b_strip_stride);
       }
     }
@@ -195,8 +198,8 @@ void AmxBlock(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t
 }
 
 // QGemmUkernelFn over Tiles: rows 1..32, strips 1..2; A read as u8 (A'), or as s8 (kSignedA);
-// kPrefetch: the candidate that prefetches each step's lines kAmxPrefetchSteps ahead.
-template <typename Tiles, bool kSignedA, bool kPrefetch>
+// kPrefetchSteps > 0: the candidates that prefetch each step's lines that many steps ahead.
+template <typename Tiles, bool kSignedA, int kPrefetchSteps>
 void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_t* b,
                size_t b_strip_stride, int strips, int32_t* c, size_t ldc, bool accumulate) {
   DMLSERVE_DCHECK(1 <= rows && rows <= kAmxMr);
@@ -205,29 +208,29 @@ void AmxKernel(size_t quads, const uint8_t* a, size_t lda, int rows, const int8_
   const bool two_row_tiles = rows > kAmxMaxRows;
   if (two_row_tiles) {
     if (strips == 2) {
-      AmxBlock<Tiles, kSignedA, kPrefetch, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
-                                                 accumulate);
+      AmxBlock<Tiles, kSignedA, kPrefetchSteps, 2, 2>(quads, a, lda, rows, b, b_strip_stride, c,
+                                                      ldc, accumulate);
     } else {
-      AmxBlock<Tiles, kSignedA, kPrefetch, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
-                                                 accumulate);
+      AmxBlock<Tiles, kSignedA, kPrefetchSteps, 2, 1>(quads, a, lda, rows, b, b_strip_stride, c,
+                                                      ldc, accumulate);
     }
   } else if (strips == 2) {
-    AmxBlock<Tiles, kSignedA, kPrefetch, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
-                                               accumulate);
+    AmxBlock<Tiles, kSignedA, kPrefetchSteps, 1, 2>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                                    accumulate);
   } else {
-    AmxBlock<Tiles, kSignedA, kPrefetch, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
-                                               accumulate);
+    AmxBlock<Tiles, kSignedA, kPrefetchSteps, 1, 1>(quads, a, lda, rows, b, b_strip_stride, c, ldc,
+                                                    accumulate);
   }
 }
 
 // The kernel over Tiles, as a table holds it, with its signed_a variant, which kernel.signed_a
 // points to inside the same object: made once, never copied, never destroyed (kernels may run
 // while the process exits, as the tables' comment in cpu_kernels.cc says).
-template <typename Tiles, bool kPrefetch = false>
+template <typename Tiles, int kPrefetchSteps = 0>
 struct AmxKernels {
   AmxKernels(const char* name, const char* signed_a_name, CpuIsa isa) {
-    kernel = {name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, false, kPrefetch>};
-    signed_a = {signed_a_name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, true, kPrefetch>};
+    kernel = {name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, false, kPrefetchSteps>};
+    signed_a = {signed_a_name, isa, kAmxMr, kAmxMaxStrips, &AmxKernel<Tiles, true, kPrefetchSteps>};
     kernel.release = signed_a.release = &AmxRelease<Tiles>;
     kernel.signed_a = &signed_a;
   }

@@ -81,21 +81,33 @@ const QGemmUkernel* AmxQGemmUkernel() {
   return &amx->kernel;
 }
 
+// The kernel prefetching kPrefetchSteps steps ahead, named `name`, with the
+// amx level's few-rows kernel.
+template <int kPrefetchSteps>
+const QGemmUkernel* PrefetchingKernel(const char* name, const char* signed_a_name) {
+  auto* kernels = new AmxKernels<HardwareTiles, kPrefetchSteps>(name, signed_a_name, CpuIsa::kAmx);
+  kernels->kernel.few_rows = Avx512VnniQGemmUkernel();
+  kernels->kernel.min_rows = kQGemmAmxMinRows;
+  return &kernels->kernel;
+}
+
 const QGemmUkernel* AmxPrefetchQGemmUkernel() {
-  static AmxKernels<HardwareTiles, true>* const amx = [] {
-    auto* kernels =
-        new AmxKernels<HardwareTiles, true>("amx_prefetch", "amx_prefetch_signed_a", CpuIsa::kAmx);
-    kernels->kernel.few_rows = Avx512VnniQGemmUkernel();
-    kernels->kernel.min_rows = kQGemmAmxMinRows;
-    return kernels;
-  }();
-  return &amx->kernel;
+  static const QGemmUkernel* const amx =
+      PrefetchingKernel<kAmxPrefetchSteps>("amx_prefetch", "amx_prefetch_signed_a");
+  return amx;
+}
+
+const QGemmUkernel* AmxFarPrefetchQGemmUkernel() {
+  static const QGemmUkernel* const amx =
+      PrefetchingKernel<kAmxFarPrefetchSteps>("amx_prefetch8", "amx_prefetch8_signed_a");
+  return amx;
 }
 
 #else
 
 const QGemmUkernel* AmxQGemmUkernel() { return nullptr; }
 const QGemmUkernel* AmxPrefetchQGemmUkernel() { return nullptr; }
+const QGemmUkernel* AmxFarPrefetchQGemmUkernel() { return nullptr; }
 
 #endif  // DMLSERVE_AMX_KERNEL
 

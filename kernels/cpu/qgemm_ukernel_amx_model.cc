@@ -25,8 +25,9 @@ const QGemmUkernel* AmxModelQGemmUkernel() {
 }
 
 const QGemmUkernel* AmxModelPrefetchQGemmUkernel() {
-  static const AmxKernels<AmxTileModel, true>* const model = new AmxKernels<AmxTileModel, true>(
-      "amx_model_prefetch", "amx_model_prefetch_signed_a", CpuIsa::kGeneric);
+  static const AmxKernels<AmxTileModel, kAmxPrefetchSteps>* const model =
+      new AmxKernels<AmxTileModel, kAmxPrefetchSteps>(
+          "amx_model_prefetch", "amx_model_prefetch_signed_a", CpuIsa::kGeneric);
   return &model->kernel;
 }
 

@@ -74,6 +74,9 @@ std::vector<const CpuKernels*> TablesUnderTest() {
     static const CpuKernels* const prefetch =
         WithKernel(CpuKernelsFor(CpuIsa::kAmx), AmxPrefetchQGemmUkernel());
     tables.push_back(prefetch);
+    static const CpuKernels* const far_prefetch =
+        WithKernel(CpuKernelsFor(CpuIsa::kAmx), AmxFarPrefetchQGemmUkernel());
+    tables.push_back(far_prefetch);
   }
   // The driver's other blockings (QGemmBlocking) the tile kernel's
   // candidates use: several depth blocks (accumulating), tasks of two row
