@@ -138,6 +138,13 @@ if [[ $what == amx || $what == all ]]; then
   # overrides), REPS (default 4) repetitions in random order, so that the
   # machine's drift falls on all of them alike; the table's kernel
   # (amx_d2048) among them.
+  # The limits on N threads (limits_step N): tdpbusd beside vpdpbusd.
+  limits_step() {
+    local suffix=threads
+    (($1 == 1)) && suffix=thread
+    step "limits_$1$suffix" 40 env DMLSERVE_CPU_THREADS="$1" "$bin/dmlserve_bench" \
+      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+  }
   focus=${FOCUS:-amx_d2048|amx_d1024_t288|amx_prefetch_d2048_t288|amx_d1024_rows_outer_copy_a|amx_prefetch_d2048_t288_rows_outer_copy_a|amx_d1024_rows_outer}
   focus_step() {
     step amx_candidates_focus "$1" env DMLSERVE_CPU_THREADS="${FOCUS_THREADS:-2}" "$bin/dmlserve_bench" \
@@ -158,8 +165,7 @@ if [[ $what == amx || $what == all ]]; then
   if $only_feed; then
     feed_step
   elif $only_focus; then
-    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    limits_step 2
     focus_step 200
     report_filter=${REPORT_FILTER:-u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096/|u8s8_1024x1024x1024_registered_b|u8s8_odd_333x1000x777_registered_b}
     [[ $report_filter == none ]] || step isa_report_amx_focus 200 env DMLSERVE_CPU_THREADS=2 python3 "$bin/cpu_isa_report.py" \
@@ -167,8 +173,7 @@ if [[ $what == amx || $what == all ]]; then
       --min_time="$(pick 0.2 0.05)" --filter="$report_filter"
   elif $only_candidates; then
     $has_amx || echo "step candidates: no amx_int8 in /proc/cpuinfo (they skip)" | tee -a "$out/steps.txt"
-    step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    limits_step 2
     # Registered B first (the targets' main rows), then B per request.
     step amx_candidates_registered 200 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
       --benchmark_filter='AmxCandidate/.*/[0-9]+x[0-9]+x[0-9]+/' --benchmark_min_time="$(pick 0.1 0.01)"
@@ -180,11 +185,8 @@ if [[ $what == amx || $what == all ]]; then
   elif $has_amx || $quick; then
     isa=amx
     $has_amx || isa=avx512vnni  # a rehearsal without tiles
-    # The limits, 1 and 2 threads: tdpbusd beside vpdpbusd.
-    $only_exactness || step limits_1thread 40 env DMLSERVE_CPU_THREADS=1 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
-    $only_exactness || step limits_2threads 40 env DMLSERVE_CPU_THREADS=2 "$bin/dmlserve_bench" \
-      --benchmark_filter='MachineLimit_(Tdpbusd|Vpdpbusd)' --benchmark_min_time="$(pick 0.3 0.05)"
+    $only_exactness || limits_step 1
+    $only_exactness || limits_step 2
     # Every case against the tile limit, beside oneDNN pinned to the same ISA
     # (when the bundle has its bench) and ONNX Runtime (when the python3 on
     # PATH imports onnxruntime, as the device image's does), 2 threads each,
