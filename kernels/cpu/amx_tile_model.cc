@@ -11,7 +11,7 @@ namespace dmlserve {
 namespace {
 
 // One thread's tile state. Plain data (no destructor), so a thread_local of it costs nothing at
-// thread exit (see ScratchLease in quantized_matmul_kernels.cc for why that matters on mingw).
+// thread exit (see ScratchLease in qgemm_task.cc for why that matters on mingw).
 struct TileState {
   bool configured;
   TileConfig config;

@@ -116,7 +116,7 @@ struct PackedB {
   BColumns columns;
   // sum over k of B'[k][j] - K * zb'[j]: with the row sums of A' this turns
   // the u8 x s8 dot products into sum (A - za)(B - zb); see
-  // quantized_matmul_kernels.cc.
+  // RequantizeTile in qgemm_task.cc.
   std::vector<int32_t> corrections;
   // Every value of B' (padding included) lies in [-64, 63]: a micro-kernel's
   // seven_bit_b kernel is exact on it (see qgemm_ukernel.h). Checked only

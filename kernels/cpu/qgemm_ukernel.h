@@ -12,7 +12,7 @@
 //  - Both are rewritten so the products are u8 x s8, the form vpdpbusd
 //    multiplies: A' = A (uint8) or A + 128 (int8), B' = B (int8) or B - 128
 //    (uint8). The zero points absorb the shift, so every one of the eight
-//    type combinations runs this one kernel (see quantized_matmul_kernels.cc
+//    type combinations runs this one kernel (see qgemm_task.cc, RequantizeTile,
 //    for the exact int32 corrections).
 //  - K is processed in "quads" of 4 consecutive depth values (what one
 //    vpdpbusd lane sums), zero-padded to a multiple of 4.
@@ -91,14 +91,14 @@ using QGemmPackRepackedFn = void (*)(const uint8_t* b, size_t ldb, uint8_t flip,
 inline size_t QGemmNarrowPanelBytes(size_t quads) { return (quads + 3) / 4 * 4 * kQGemmQuadBytes; }
 
 // Rows the matrix multiply driver gives a task at most (its row block,
-// quantized_matmul_kernels.cc): tasks start at multiples of it, and a block
+// qgemm_driver.cc): tasks start at multiples of it, and a block
 // of mr rows must not straddle two tasks, so every kernel's mr divides it
 // (including the kernels a level substitutes: seven_bit_b, one_strip,
 // many_rows). Checked (DMLSERVE_DCHECK) when the tables of cpu_kernels.h are
 // built.
 inline constexpr size_t kQGemmRowBlock = 96;
 
-// How the matrix multiply driver (quantized_matmul_kernels.cc) blocks a
+// How the matrix multiply driver (qgemm_driver.cc) blocks a
 // product for one kernel. Zero and false mean the driver's defaults, which
 // suit the vector kernels; the tile kernel's differ (its operands are 1 KiB
 // tiles: see qgemm_ukernel_amx-inl.h, which gives each value its reason).

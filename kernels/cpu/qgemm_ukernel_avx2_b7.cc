@@ -1,6 +1,6 @@
 // AVX2 micro-kernel for 7-bit weights: every value of B' in [-64, 63]
 // (the "reduce range" quantization ONNX Runtime recommends on AVX2, and any
-// int8 B whose values happen to be that small). RunGemm picks it instead of
+// int8 B whose values happen to be that small). The driver (qgemm_driver.cc) picks it instead of
 // the exact AVX2 kernel when PackB found B' in that range; it is wrong on
 // other B and so never runs alone.
 //
