@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Two builds of dmlserve_bench on the same cases and forced ISA levels, alternating, in one run:
-the best real time of each over the rounds and after/before. Prints a markdown table. Not run by
-CI; see docs/benchmarks.md.
+the best and the median real time of each (in its benchmark's unit) over the rounds, and after/before of both. Prints a
+markdown table. On a machine whose speed swings between rounds the medians are the steadier
+figure. Not run by CI; see docs/benchmarks.md.
 
   /usr/bin/python3 bench/cpu_before_after.py --before=OLD/build/bench/dmlserve_bench \\
       [--after=build/bench/dmlserve_bench] [--isas=avx512vnni,avxvnni,avx2] [--rounds=3] \\
@@ -14,6 +15,7 @@ level the CPU lacks falls back to the best it has (DMLSERVE_CPU_ISA caps the lev
 import argparse
 import json
 import os
+import statistics
 import subprocess
 
 DEFAULT_FILTER = ('BM_CpuQGemm/(u8s8_256x4096x4096_registered_b|u8s8_256x4096x4096|'
@@ -31,7 +33,7 @@ def main():
   parser.add_argument('--min_time', default='0.3')
   args = parser.parse_args()
   isas = args.isas.split(',')
-  best = {}
+  times = {}
   for r in range(args.rounds):
     for isa in isas:
       pair = [('before', args.before), ('after', args.after)]
@@ -45,14 +47,18 @@ def main():
           if b.get('error_occurred'):
             continue
           key = (isa, b['name'].split('/')[1], side)
-          best[key] = min(best.get(key, float('inf')), b['real_time'])
-  print('| ISA | case | before | after | after/before |')
-  print('|---|---|---:|---:|---:|')
+          times.setdefault(key, []).append(b['real_time'])
+  print('| ISA | case | before best | after best | after/before | before median | after median '
+        '| after/before |')
+  print('|---|---|---:|---:|---:|---:|---:|---:|')
   for isa in isas:
-    for case in sorted({k[1] for k in best if k[0] == isa}):
-      before, after = best.get((isa, case, 'before')), best.get((isa, case, 'after'))
+    for case in sorted({k[1] for k in times if k[0] == isa}):
+      before, after = times.get((isa, case, 'before')), times.get((isa, case, 'after'))
       if before and after:
-        print(f'| {isa} | {case} | {before:.3f} | {after:.3f} | {after / before:.2f} |')
+        b_best, a_best = min(before), min(after)
+        b_med, a_med = statistics.median(before), statistics.median(after)
+        print(f'| {isa} | {case} | {b_best:.3f} | {a_best:.3f} | {a_best / b_best:.2f} '
+              f'| {b_med:.3f} | {a_med:.3f} | {a_med / b_med:.2f} |')
 
 
 if __name__ == '__main__':

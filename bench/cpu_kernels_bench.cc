@@ -327,6 +327,13 @@ DMLSERVE_QGEMM_BENCHMARK(u8s8_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, fal
 DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
                             true);
 DMLSERVE_QGEMM_B7_BENCHMARK(u8s8_b7_256x4096x4096, kU8, kS8, kS8, 256, 4096, 4096, false);
+// B sent with the request, multiplied by more rows than a task's 96 and fewer
+// than the 384 that still take every row in one task (qgemm_driver.cc), and
+// just past them.
+DMLSERVE_QGEMM_BENCHMARK(u8s8_128x4096x4096, kU8, kS8, kS8, 128, 4096, 4096, false);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_384x4096x4096, kU8, kS8, kS8, 384, 4096, 4096, false);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_512x4096x4096, kU8, kS8, kS8, 512, 4096, 4096, false);
+DMLSERVE_QGEMM_BENCHMARK(u8s8_odd_333x1000x777, kU8, kS8, kS8, 333, 1000, 777, false);
 DMLSERVE_QGEMM_BENCHMARK(u8s8_per_column_256x4096x4096_registered_b, kU8, kS8, kS8, 256, 4096, 4096,
                          true, true);
 DMLSERVE_QGEMM_BENCHMARK(u8u8_256x4096x4096_registered_b, kU8, kU8, kS8, 256, 4096, 4096, true);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/core/check.h"
 #include "kernels/core/parallel_for.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/qgemm_task.h"
@@ -38,6 +39,22 @@ constexpr uint64_t kWholeDepthMaxRows = 2;
 // L2). Wider panels read more of each B row per page visited.
 constexpr size_t kStreamingDepthBlock = 512;
 constexpr size_t kMaxStreamingColumnBlock = 1024;
+// B sent with a request and multiplied by more rows than a task's, when B
+// is large (its packed copy, kStreamedBMinBytes or more, would not stay in
+// the caches: PackB writes such a copy with streaming stores): packed a
+// panel at a time inside tasks that keep up to kStreamedBTaskRows rows each,
+// so that each panel is packed once per that many rows into L2 and used
+// there, instead of a whole packed copy written to memory and read back
+// (256 x 4096 x 4096 at AVX-512 VNNI: 8.3-9.1 -> 7.0-8.2 ms; at AVX-VNNI
+// 17.6-17.9 -> 14.2-15.2 ms; docs/benchmarks.md). Up to kStreamedBMaxRows
+// rows, each panel is packed at most twice; beyond, a B packed whole is read
+// by rows enough to pay for its copy. Not for a level whose kernels read B
+// in a form only packing whole makes: AVX2's 7-bit kernel (all of B checked
+// first) and its many-rows kernel (B repacked into int16 pairs); there the
+// streamed path measured slower (7-bit 32 -> 37-42 ms).
+constexpr size_t kStreamedBTaskRows = 4 * kQGemmRowBlock;
+constexpr uint64_t kStreamedBMaxRows = 2 * kStreamedBTaskRows;
+constexpr uint64_t kStreamedBMinBytes = uint64_t{8} << 20;
 // A is packed in row panels of at most this many bytes, so a request never
 // holds more than this much besides its operands.
 constexpr size_t kMaxPackedABytes = size_t{2} << 20;
@@ -63,8 +80,11 @@ size_t TaskRows(const QGemmUkernel& kernel) {
 
 // Computes `rows` (one chunk) panel by panel, `panel_rows` at a time, with
 // the kernels, B and depth blocks of `product` (the fields every task shares).
-void RunPanels(const QGemmTask& product, size_t column_block, const std::vector<QGemmRow>& rows,
-               size_t panel_rows, PackedA& a) {
+// Tasks take `task_rows` rows each, or fewer when there would be too few
+// tasks for the threads, unless `keep_rows` (B streamed into the tasks: each
+// panel would be packed once more per extra row block).
+void RunPanels(const QGemmTask& product, size_t column_block, size_t task_rows, bool keep_rows,
+               const std::vector<QGemmRow>& rows, size_t panel_rows, PackedA& a) {
   const QGemmUkernel& kernel = *product.kernel;
   const size_t k = product.b->source.k, n = product.b->source.n;
   for (size_t panel0 = 0; panel0 < rows.size(); panel0 += panel_rows) {
@@ -85,11 +105,7 @@ void RunPanels(const QGemmTask& product, size_t column_block, const std::vector<
     // in a call of tens of microseconds, is most of what is lost).
     const size_t parallelism = static_cast<size_t>(ParallelismLevel());
     const size_t wanted_tasks = 4 * parallelism;
-    const size_t task_rows = TaskRows(kernel);
     size_t row_block = task_rows;
-    // (Not when the kernel streams B panels with whole tasks' rows: each
-    // panel would be packed once per row block.)
-    const bool keep_rows = product.b->packed == nullptr && kernel.blocking.stream_b;
     if (!keep_rows && column_blocks * ((panel_count + task_rows - 1) / task_rows) < wanted_tasks) {
       const size_t split = n <= kQGemmStripColumns ? 4 * wanted_tasks : wanted_tasks;
       const size_t rows_per_task = (panel_count * column_blocks + split - 1) / split;
@@ -121,6 +137,17 @@ void RunPanels(const QGemmTask& product, size_t column_block, const std::vector<
 
 }  // namespace
 
+size_t StreamedBTaskRows(const QGemmUkernel& level_kernel, uint64_t rows, size_t k, size_t n) {
+  if (rows <= kRowBlock || rows > kStreamedBMaxRows) return 0;
+  if (uint64_t{k} * n < kStreamedBMinBytes) return 0;
+  if (level_kernel.seven_bit_b != nullptr || level_kernel.many_rows != nullptr) return 0;
+  // Row blocks of equal size, whole micro-kernel rows each.
+  const uint64_t blocks = (rows + kStreamedBTaskRows - 1) / kStreamedBTaskRows;
+  const uint64_t per_block = (rows + blocks - 1) / blocks;
+  const size_t mr = static_cast<size_t>(level_kernel.mr);
+  return static_cast<size_t>((per_block + mr - 1) / mr * mr);
+}
+
 absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, uint64_t slice,
                       PackedBCache* cache, const QGemmRowList& list,
                       absl::FunctionRef<absl::Status()> stop) {
@@ -138,9 +165,14 @@ absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
   // blocks (or by later requests, once cached), and costs nothing with one
   // strip (K x 16 bytes), which the narrow path rearranges once per call.
   const bool narrow = n <= kQGemmStripColumns && selected.narrow != nullptr && total_rows >= 2;
-  const bool streaming =
-      !registered && !narrow &&
-      (total_rows <= kRowBlock || (selected.blocking.stream_b && total_rows <= TaskRows(selected)));
+  // B streamed into tasks: of few rows (all of them in a task, or, for a
+  // kernel whose blocking asks, up to its task rows), or of many rows with a
+  // large B (StreamedBTaskRows).
+  const size_t streamed_task_rows =
+      registered || narrow ? 0 : StreamedBTaskRows(selected, total_rows, k, n);
+  const bool streaming = !registered && !narrow &&
+                         (total_rows <= kRowBlock || streamed_task_rows != 0 ||
+                          (selected.blocking.stream_b && total_rows <= TaskRows(selected)));
   if (streaming) {
     columns = BColumns::Of(op);
     b.columns = &columns;
@@ -174,7 +206,18 @@ absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
   if (packed != nullptr && total_rows <= kWholeDepthMaxRows) depth_block = quads * 4;
   size_t column_block =
       kernel.blocking.column_block != 0 ? kernel.blocking.column_block : kColumnBlock;
-  if (streaming) {
+  if (streamed_task_rows != 0) {
+    // Tasks start at multiples of their rows; a block of mr rows must not
+    // straddle two (the level's own kernel runs: it has no substitutes).
+    DMLSERVE_DCHECK(streamed_task_rows % static_cast<size_t>(kernel.mr) == 0);
+    // Depth blocks and B panels as a registered B's (a panel is packed into
+    // L2 once and used by the task's rows there), but narrower when N is
+    // small, so that every thread gets a few tasks of whole rows.
+    depth_block = kDepthBlock;
+    const size_t wanted_tasks = 4 * static_cast<size_t>(ParallelismLevel());
+    const size_t per_task = (n + wanted_tasks - 1) / wanted_tasks;
+    column_block = std::clamp<size_t>((per_task + 63) / 64 * 64, 64, kColumnBlock);
+  } else if (streaming) {
     const size_t per_thread = (n + 2 * ParallelismLevel() - 1) / (2 * ParallelismLevel());
     column_block =
         std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
@@ -191,13 +234,15 @@ absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
     list.Fill(chunk0,
               static_cast<size_t>(std::min<uint64_t>(kMaxRowsPerChunk, total_rows - chunk0)), rows);
     // A used in place needs no panels; a copy is made a panel at a time.
-    const size_t task_rows = TaskRows(kernel);
+    const size_t task_rows = streamed_task_rows != 0 ? streamed_task_rows : TaskRows(kernel);
+    const bool keep_rows =
+        streamed_task_rows != 0 || (b.packed == nullptr && kernel.blocking.stream_b);
     const size_t panel_rows =
         PacksAInPlace(ARows(rows, 0, rows.size()), k, kernel)
             ? rows.size()
             : std::max<size_t>(task_rows,
                                kMaxPackedABytes / PackedAStride(k, kernel) / task_rows * task_rows);
-    RunPanels(product, column_block, rows, panel_rows, a);
+    RunPanels(product, column_block, task_rows, keep_rows, rows, panel_rows, a);
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 // (qgemm_task.h) for the thread pool. The blocking is explained where its
 // constants are defined (qgemm_driver.cc).
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
@@ -17,6 +18,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_rows.h"
+#include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve {
 
@@ -27,6 +29,13 @@ namespace dmlserve {
 absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op, uint64_t slice,
                       PackedBCache* cache, const QGemmRowList& list,
                       absl::FunctionRef<absl::Status()> stop);
+
+// How RunQGemm holds a B sent with the request for a product of `rows` x k x
+// n whose level kernel (QGemmLevelKernel) is `level_kernel`: the rows per
+// task when B is packed a panel at a time inside tasks that keep their rows
+// (a large B and more rows than one task's, see qgemm_driver.cc); 0 when it
+// packs B whole, or streams it for few rows. A multiple of level_kernel.mr.
+size_t StreamedBTaskRows(const QGemmUkernel& level_kernel, uint64_t rows, size_t k, size_t n);
 
 }  // namespace dmlserve
 

@@ -21,6 +21,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/packed_a.h"
 #include "kernels/cpu/packed_b.h"
+#include "kernels/cpu/qgemm_driver.h"
 #include "kernels/cpu/qgemm_ukernel.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
 #include "kernels/cpu/requantize.h"
@@ -632,8 +633,8 @@ QuantizedMatMulOperation RandomProduct(Shape3 s, DataType a_type, DataType b_typ
 class QGemmPathTest : public testing::TestWithParam<const CpuKernels*> {
  protected:
   // Runs `op` on this test's micro-kernel, B registered (packed whole, via a
-  // cache) or not (packed per task when few rows), and checks it bit for bit.
-  void ExpectExact(const QuantizedMatMulOperation& op, bool registered) {
+  // cache) or not (packed per task when few rows, see qgemm_driver.h).
+  Tensor Compute(const QuantizedMatMulOperation& op, bool registered) {
     QuantizedMatMulOperation copy = op;
     PackedBCache cache(uint64_t{1} << 30);
     if (registered) copy.b.set_registered_id("weights");
@@ -641,8 +642,14 @@ class QGemmPathTest : public testing::TestWithParam<const CpuKernels*> {
     const QuantizedMatMulOperation* ops[] = {&copy};
     Tensor* outputs[] = {&output};
     ComputeQuantizedMatMuls(ops, outputs, registered ? &cache : nullptr, GetParam());
-    const absl::Status status = reference::CheckExact(reference::Compute(copy), output);
-    EXPECT_TRUE(status.ok()) << GetParam()->qgemm->name << " " << reference::Describe(copy)
+    return output;
+  }
+
+  // Compute, checked bit for bit against the reference.
+  void ExpectExact(const QuantizedMatMulOperation& op, bool registered) {
+    const absl::Status status =
+        reference::CheckExact(reference::Compute(op), Compute(op, registered));
+    EXPECT_TRUE(status.ok()) << GetParam()->qgemm->name << " " << reference::Describe(op)
                              << (registered ? " registered" : "") << ": " << status;
   }
 
@@ -789,6 +796,65 @@ TEST_P(QGemmPathTest, LargeRepackedBPerRequestIsExact) {
           RandomProduct(shape, DataType::kUint8, b_type, DataType::kUint8, true, rng);
       ExpectExact(op, false);
     }
+  }
+}
+
+// When the driver packs a B sent with the request a panel at a time inside
+// tasks that keep their rows (StreamedBTaskRows): only for a large B and
+// more rows than a task's, up to two row blocks of equal size, never for a
+// level whose kernels read B in a form only packing it whole makes (AVX2's
+// 7-bit and many-rows kernels).
+TEST_P(QGemmPathTest, StreamedBTaskRowsFollowTheirRules) {
+  const QGemmUkernel& level = *GetParam()->qgemm;
+  const bool packs_whole = level.seven_bit_b != nullptr || level.many_rows != nullptr;
+  constexpr uint64_t kMaxTaskRows = 4 * kQGemmRowBlock;
+  EXPECT_EQ(StreamedBTaskRows(level, kQGemmRowBlock, 4096, 4096), 0u);        // few rows
+  EXPECT_EQ(StreamedBTaskRows(level, 2 * kMaxTaskRows + 1, 4096, 4096), 0u);  // many rows
+  EXPECT_EQ(StreamedBTaskRows(level, 256, 1000, 777), 0u);  // a B that stays in the caches
+  for (uint64_t rows : {uint64_t{97}, uint64_t{256}, kMaxTaskRows, kMaxTaskRows + 1, uint64_t{500},
+                        2 * kMaxTaskRows}) {
+    const size_t task_rows = StreamedBTaskRows(level, rows, 4096, 4096);
+    if (packs_whole) {
+      EXPECT_EQ(task_rows, 0u) << level.name << " " << rows;
+      continue;
+    }
+    EXPECT_EQ(task_rows % static_cast<size_t>(level.mr), 0u) << level.name << " " << rows;
+    EXPECT_LE(task_rows, kMaxTaskRows) << level.name << " " << rows;
+    EXPECT_GE(2 * task_rows, rows) << level.name << " " << rows;  // at most two row blocks
+    if (rows <= kMaxTaskRows) {
+      EXPECT_GE(task_rows, rows) << level.name << " " << rows;  // one row block
+    }
+  }
+}
+
+// A large B (8.4 MB, K and N off every block) sent with the request and
+// multiplied by more rows than a task's, in one row block (100 rows) and two
+// (500): packed a panel at a time inside the tasks, the product is bit for
+// bit the one B packed whole gives (registered; the other tests check that
+// path against the reference, which would take seconds at this size).
+TEST_P(QGemmPathTest, LargeBPerRequestStreamedIntoTasksIsExact) {
+  const QGemmUkernel& level = *GetParam()->qgemm;
+  constexpr uint32_t kK = 2050, kN = 4100;
+  if (StreamedBTaskRows(level, 500, kK, kN) == 0) {
+    GTEST_SKIP() << level.name << " packs such a B whole";
+  }
+  if (level.isa == CpuIsa::kGeneric) {
+    // The same driver code runs the vector levels here; the scalar kernels
+    // (and the tile model) meet a streamed B in the smaller tests above.
+    GTEST_SKIP() << level.name << " is scalar: too slow at this size";
+  }
+  std::mt19937_64 rng(21);
+  for (const uint32_t m : {100u, 500u}) {
+    ASSERT_NE(StreamedBTaskRows(level, m, kK, kN), 0u);
+    const bool second = m == 500;
+    const QuantizedMatMulOperation op = RandomProduct(
+        {m, kK, kN}, second ? DataType::kInt8 : DataType::kUint8,
+        second ? DataType::kUint8 : DataType::kInt8, DataType::kInt8, /*per_axis=*/second, rng);
+    const Tensor streamed = Compute(op, false);
+    const Tensor whole = Compute(op, true);
+    ASSERT_EQ(streamed.byte_size(), whole.byte_size());
+    EXPECT_EQ(std::memcmp(streamed.data(), whole.data(), whole.byte_size()), 0)
+        << level.name << " " << reference::Describe(op);
   }
 }
 
