@@ -73,6 +73,10 @@ std::vector<ARowSource> ARows(const std::vector<QGemmRow>& jobs, size_t first, s
   return rows;
 }
 
+// Tasks a product wants, to keep every thread busy to the end: a few per
+// thread (tasks are claimed one at a time, see RunPanels).
+size_t WantedTasks() { return 4 * static_cast<size_t>(ParallelismLevel()); }
+
 // Rows per task for `kernel`: its blocking's, or kRowBlock.
 size_t TaskRows(const QGemmUkernel& kernel) {
   return kernel.blocking.task_rows != 0 ? kernel.blocking.task_rows : kRowBlock;
@@ -103,8 +107,7 @@ void RunPanels(const QGemmTask& product, size_t column_block, size_t task_rows, 
     // With one 16-column strip, a task's B is a few KiB, so small tasks cost
     // nothing and more of them even out the threads' finishing times (which,
     // in a call of tens of microseconds, is most of what is lost).
-    const size_t parallelism = static_cast<size_t>(ParallelismLevel());
-    const size_t wanted_tasks = 4 * parallelism;
+    const size_t wanted_tasks = WantedTasks();
     size_t row_block = task_rows;
     if (!keep_rows && column_blocks * ((panel_count + task_rows - 1) / task_rows) < wanted_tasks) {
       const size_t split = n <= kQGemmStripColumns ? 4 * wanted_tasks : wanted_tasks;
@@ -214,13 +217,21 @@ absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
     // L2 once and used by the task's rows there), but narrower when N is
     // small, so that every thread gets a few tasks of whole rows.
     depth_block = kDepthBlock;
-    const size_t wanted_tasks = 4 * static_cast<size_t>(ParallelismLevel());
-    const size_t per_task = (n + wanted_tasks - 1) / wanted_tasks;
+    const size_t per_task = (n + WantedTasks() - 1) / WantedTasks();
     column_block = std::clamp<size_t>((per_task + 63) / 64 * 64, 64, kColumnBlock);
   } else if (streaming) {
-    const size_t per_thread = (n + 2 * ParallelismLevel() - 1) / (2 * ParallelismLevel());
+    // Enough column blocks for the tasks the threads want, so that RunPanels
+    // need not split the rows: each extra row block would pack (and read
+    // from memory) the same panels of B again (16 x 4096 x 4096 at AVX-512
+    // VNNI: 0.65x the time). Rows it cannot split (at most one micro-kernel
+    // call's, a GEMV) keep half as many, wider panels, which read more of
+    // each row of B per page (the GEMV read 1.13x slower with the narrower
+    // ones); docs/benchmarks.md.
+    const size_t tasks =
+        total_rows > static_cast<uint64_t>(kernel.mr) ? WantedTasks() : WantedTasks() / 2;
+    const size_t per_task = (n + tasks - 1) / tasks;
     column_block =
-        std::clamp<size_t>((per_thread + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
+        std::clamp<size_t>((per_task + 63) / 64 * 64, kColumnBlock, kMaxStreamingColumnBlock);
   }
   QGemmTask product;
   product.cpu = &cpu;
