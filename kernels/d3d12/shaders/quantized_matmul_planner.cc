@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -15,7 +12,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/d3d12/shaders/derived_form_cache.h"
 #include "kernels/d3d12/shaders/kernel_assembler.h"
+#include "kernels/d3d12/shaders/quantized_matmul_b_forms.h"
 #include "kernels/d3d12/shaders/quantized_matmul_kernels.h"
 
 namespace dmlserve::d3d12 {
@@ -31,19 +30,6 @@ constexpr int kProductStage = 1;
 constexpr int kReduceStage = 2;
 
 bool IsSigned(DataType type) { return type == DataType::kInt8; }
-
-// Element `index` itself of a present INT8/UINT8 zero point (no broadcast).
-int32_t ZeroPointValue(const Tensor& t, uint64_t index) {
-  return t.data_type == DataType::kInt8 ? static_cast<int32_t>(t.data_as<int8_t>()[index])
-                                        : static_cast<int32_t>(t.data_as<uint8_t>()[index]);
-}
-
-// Element i of an INT8/UINT8 zero point (0 when absent), per-tensor
-// broadcast.
-int32_t ZeroPointAt(const Tensor& t, uint64_t i) {
-  if (!t.present()) return 0;
-  return ZeroPointValue(t, t.element_count() == 1 ? 0 : i);
-}
 
 uint32_t ScaleBitsAt(const Tensor& t, uint64_t i) {
   const uint64_t index = t.element_count() == 1 ? 0 : i;
@@ -84,104 +70,6 @@ uint64_t MaxCentered(DataType type, const Tensor& zero_point) {
   return static_cast<uint64_t>(std::max({std::abs(low - smallest), std::abs(high - smallest),
                                          std::abs(low - largest), std::abs(high - largest)}));
 }
-
-// K octs: 8 consecutive k values, the unit the kernels load B in.
-uint32_t DepthOcts(uint32_t k) { return (k + 7) / 8; }
-
-// B [slices, K, N] -> per slice, KO blocks of N columns' octs (oct o of
-// column n at (o * N + n) * 8); k past K holds the column's zero point,
-// which the kernels centre to 0.
-std::shared_ptr<const Buffer> PackB(const QuantizedMatMulOperation& op) {
-  const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
-  const uint32_t ko = DepthOcts(op.k);
-  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(slices * ko * op.n * 8);
-  const uint8_t* b = op.b.data();
-  uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
-  for (uint64_t s = 0; s < slices; ++s) {
-    const uint8_t* slice = b + s * op.k * op.n;
-    uint8_t* slice_out = out + s * ko * op.n * 8;
-    for (uint32_t k = 0; k < op.k; ++k) {
-      const uint8_t* row = slice + uint64_t{k} * op.n;
-      uint8_t* oct = slice_out + (uint64_t{k / 8} * op.n) * 8 + k % 8;
-      for (uint32_t n = 0; n < op.n; ++n) oct[uint64_t{n} * 8] = row[n];
-    }
-    for (uint32_t k = op.k; k < ko * 8; ++k) {
-      uint8_t* oct = slice_out + (uint64_t{k / 8} * op.n) * 8 + k % 8;
-      for (uint32_t n = 0; n < op.n; ++n) {
-        oct[uint64_t{n} * 8] = static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
-      }
-    }
-  }
-  return packed;
-}
-
-// Host copies of derived forms of registered tensors (packed weights, column
-// parameters). A form is made only when a device must upload it (kResident);
-// the cache spares making it again for another device (GPU) or after the
-// device evicted it. Entries hold the tensors they come from too, so that
-// their addresses cannot be reused by other tensors while cached.
-class DerivedFormCache {
- public:
-  using Sources = std::vector<std::shared_ptr<Buffer>>;
-
-  static DerivedFormCache& Get() {
-    static DerivedFormCache* cache = new DerivedFormCache();
-    return *cache;
-  }
-
-  // The cached form of `key` from `sources`, else make()'s (null when make
-  // fails), cached when it fits `limit`. Two devices missing at once may
-  // both make it; the cache keeps one.
-  std::shared_ptr<const Buffer> FindOrMake(
-      const std::string& key, const Sources& sources, uint64_t limit,
-      const std::function<std::shared_ptr<const Buffer>()>& make) {
-    std::shared_ptr<const Buffer> form = Find(key, sources);
-    if (form == nullptr) {
-      form = make();
-      if (form != nullptr) Put(key, sources, form, limit);
-    }
-    return form;
-  }
-
- private:
-  std::shared_ptr<const Buffer> Find(const std::string& key, const Sources& sources) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->key == key && it->sources == sources) {
-        entries_.splice(entries_.begin(), entries_, it);
-        return it->form;
-      }
-    }
-    return nullptr;
-  }
-
-  void Put(const std::string& key, Sources sources, std::shared_ptr<const Buffer> form,
-           uint64_t limit) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Entry& entry : entries_) {
-      if (entry.key == key && entry.sources == sources) return;  // made twice at once
-    }
-    uint64_t size = form->size();
-    for (const std::shared_ptr<Buffer>& source : sources) size += source->size();
-    if (size > limit) return;
-    entries_.push_front({key, std::move(sources), std::move(form), size});
-    total_ += size;
-    while (total_ > limit) {
-      total_ -= entries_.back().size;
-      entries_.pop_back();
-    }
-  }
-
-  struct Entry {
-    std::string key;
-    Sources sources;
-    std::shared_ptr<const Buffer> form;
-    uint64_t size;
-  };
-  std::mutex mutex_;
-  std::list<Entry> entries_;
-  uint64_t total_ = 0;
-};
 
 // Jobs that can share one packed B.
 struct Group {
@@ -670,28 +558,8 @@ bool IsOuterProduct(const QuantizedMatMulOperation& op) {
          uint64_t{op.b_channel} * op.n <= UINT32_MAX / 8;
 }
 
-// B {1, C, K, N} -> KO blocks of C * N columns' octs, column c * N + n
-// holding B[c][:, n]; k past K holds the column's zero point.
-std::shared_ptr<const Buffer> PackOuterB(const QuantizedMatMulOperation& op) {
-  const uint64_t columns = uint64_t{op.b_channel} * op.n;
-  const uint32_t ko = DepthOcts(op.k);
-  std::shared_ptr<Buffer> packed = Buffer::Uninitialized(ko * columns * 8);
-  uint8_t* out = reinterpret_cast<uint8_t*>(packed->data());
-  for (uint32_t c = 0; c < op.b_channel; ++c) {
-    const uint8_t* slice = op.b.data() + uint64_t{c} * op.k * op.n;
-    for (uint32_t k = 0; k < ko * 8; ++k) {
-      uint8_t* oct = out + (uint64_t{k / 8} * columns + uint64_t{c} * op.n) * 8 + k % 8;
-      for (uint32_t n = 0; n < op.n; ++n) {
-        oct[uint64_t{n} * 8] = k < op.k ? slice[uint64_t{k} * op.n + n]
-                                        : static_cast<uint8_t>(ZeroPointAt(op.b_zero_point, n));
-      }
-    }
-  }
-  return packed;
-}
-
-// How B's slices are laid out in octs: per slice (PackB), or side by side as
-// one outer product's columns (PackOuterB).
+// How B's slices are laid out in octs: per slice (PackBOcts), or side by side as
+// one outer product's columns (PackOuterBOcts).
 enum class BLayout { kPerSlice, kOuterProduct };
 
 // op's B in octs (`layout`): a registered B packed once on the host and kept
@@ -703,8 +571,8 @@ BufferId PackedB(const QuantizedMatMulOperation& op, BLayout layout,
                  PlanBuilder& builder) {
   const bool outer = layout == BLayout::kOuterProduct;
   if (!op.b.registered_id().empty() || !options.pack_b_on_device) {
-    return outer ? AddPackedB(op, "qmm-b-outer", PackOuterB, options, builder)
-                 : AddPackedB(op, "qmm-b-packed", PackB, options, builder);
+    return outer ? AddPackedB(op, "qmm-b-outer", PackOuterBOcts, options, builder)
+                 : AddPackedB(op, "qmm-b-packed", PackBOcts, options, builder);
   }
   const uint64_t slices = uint64_t{op.b_batch} * op.b_channel;
   const uint32_t ko = DepthOcts(op.k);
