@@ -1,4 +1,4 @@
-// HLSL equivalent of the scan kernels built by scan_kernels.cc (documentation:
+// HLSL equivalent of the scan kernels built by scan_kernels.cc and scan_lookback_kernel.cc (documentation:
 // dmlserve generates the DXBC with its own assembler; this file states the
 // intent in the language reviewers know, and compiles with fxc/dxc as cs_5_0).
 //
