@@ -1,6 +1,7 @@
-// HLSL equivalent of the scan kernels built by scan_kernels.cc and scan_lookback_kernel.cc (documentation:
-// dmlserve generates the DXBC with its own assembler; this file states the
-// intent in the language reviewers know, and compiles with fxc/dxc as cs_5_0).
+// HLSL equivalent of the scan kernels built by scan_kernels.cc and
+// scan_lookback_kernel.cc (documentation: dmlserve generates the DXBC with its
+// own assembler; this file states the intent in the language reviewers know,
+// and compiles with fxc/dxc as cs_5_0).
 //
 // Specialisation (the kernel key "scan.<PASS>/<op>/<format>/<dir>/<excl>/t<T>p<P>",
 // LOOKBACK adds "/w<POLLS>"):
