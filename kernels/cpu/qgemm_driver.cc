@@ -55,8 +55,10 @@ constexpr size_t kMaxStreamingColumnBlock = 1024;
 constexpr size_t kStreamedBTaskRows = 4 * kQGemmRowBlock;
 constexpr uint64_t kStreamedBMaxRows = 2 * kStreamedBTaskRows;
 constexpr uint64_t kStreamedBMinBytes = uint64_t{8} << 20;
-// A is packed in row panels of at most this many bytes, so a request never
-// holds more than this much besides its operands.
+// A is packed in row panels of at most this many bytes, or of one task's rows
+// when a task keeps more (a B streamed into tasks of up to kStreamedBTaskRows
+// rows: 384 x K bytes, 12.1 MiB at the largest K), so a request never holds
+// more than that besides its operands.
 constexpr size_t kMaxPackedABytes = size_t{2} << 20;
 // Rows are described (QGemmRow, ~56 bytes each) and packed this many at a time.
 constexpr uint64_t kMaxRowsPerChunk = uint64_t{1} << 16;
@@ -142,7 +144,10 @@ void RunPanels(const QGemmTask& product, size_t column_block, size_t task_rows, 
 
 size_t StreamedBTaskRows(const QGemmUkernel& level_kernel, uint64_t rows, size_t k, size_t n) {
   if (rows <= kRowBlock || rows > kStreamedBMaxRows) return 0;
-  if (uint64_t{k} * n < kStreamedBMinBytes) return 0;
+  const uint64_t min_bytes = level_kernel.blocking.streamed_b_min_bytes != 0
+                                 ? level_kernel.blocking.streamed_b_min_bytes
+                                 : kStreamedBMinBytes;
+  if (uint64_t{k} * n < min_bytes) return 0;
   if (level_kernel.seven_bit_b != nullptr || level_kernel.many_rows != nullptr) return 0;
   // Row blocks of equal size, whole micro-kernel rows each.
   const uint64_t blocks = (rows + kStreamedBTaskRows - 1) / kStreamedBTaskRows;
@@ -220,10 +225,11 @@ absl::Status RunQGemm(const CpuKernels& cpu, const QuantizedMatMulOperation& op,
     const size_t per_task = (n + WantedTasks() - 1) / WantedTasks();
     column_block = std::clamp<size_t>((per_task + 63) / 64 * 64, 64, kColumnBlock);
   } else if (streaming) {
-    // Enough column blocks for the tasks the threads want, so that RunPanels
-    // need not split the rows: each extra row block would pack (and read
-    // from memory) the same panels of B again (16 x 4096 x 4096 at AVX-512
-    // VNNI: 0.65x the time). Rows it cannot split (at most one micro-kernel
+    // As many column blocks as the tasks the threads want (within 256 to
+    // 1024 columns), so that RunPanels splits the rows only where N is too
+    // narrow for that: each extra row block packs (and reads from memory)
+    // the same panels of B again (16 x 4096 x 4096 at AVX-512
+    // VNNI: 0.68x the time). Rows it cannot split (at most one micro-kernel
     // call's, a GEMV) keep half as many, wider panels, which read more of
     // each row of B per page (the GEMV read 1.13x slower with the narrower
     // ones); docs/benchmarks.md.

@@ -127,6 +127,12 @@ struct QGemmBlocking {
   // packed exactly once: packing (bound by memory) overlaps the other
   // threads' multiplies (bound by the tiles) instead of preceding them all.
   bool stream_b = false;
+  // A B sent with a request and multiplied by more rows than a task's is
+  // packed inside tasks of many rows (StreamedBTaskRows, qgemm_driver.h)
+  // from this many bytes of B (K x N); 0 is the driver's 8 MiB. The tests
+  // lower it, so that the scalar kernels and the tile model run that path on
+  // products small enough for the reference.
+  uint64_t streamed_b_min_bytes = 0;
 };
 
 struct QGemmUkernel {
@@ -274,7 +280,8 @@ const QGemmUkernel& QGemmLevelKernel(const QGemmUkernel& level, uint64_t rows);
 // selected ISA level's: its seven_bit_b kernel when B was packed whole and
 // its values fit 7 bits (PackedB::seven_bit; a streamed B is not scanned
 // ahead: it is multiplied by few rows, where B's bytes, not the multiplies,
-// bound the time), else its one_strip kernel for N <= 16, else its many_rows
+// bound the time, or by a level that has no seven_bit_b kernel, see
+// StreamedBTaskRows), else its one_strip kernel for N <= 16, else its many_rows
 // kernel for many rows (kQGemmManyRows, or kQGemmManyRowsRepackedB when
 // `b_repacked`: B's repacked copy already exists), else itself.
 const QGemmUkernel& ChooseQGemmUkernel(const QGemmUkernel& selected, bool b_fits_seven_bits,
