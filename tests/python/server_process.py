@@ -24,10 +24,31 @@ class ServerProcess:
         backend_args = os.environ.get("DMLSERVE_SERVER_ARGS", "").split()
         args = [binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", *backend_args,
                 *extra_args]
+        env = dict(os.environ, **(extra_env or {}))
+        if self._start(args, env, startup_timeout):
+            return
+        code = self._proc.wait(10)
+        if not self.output and os.environ.get("DMLSERVE_WINDOWS_EXE"):
+            # dmlserve.exe prints the reason for every start-up failure it
+            # sees, so an exit without a word under wine is most likely
+            # wine's: twice, with two wine suites starting at once at -j2, a
+            # process never got to run (docs/windows.md, "A process that never
+            # runs"). Start it once more with wine's own errors shown (a crash
+            # is then reported), and say so.
+            print(f"NOTE wine ran dmlserve.exe to exit {code} with no output; once more, "
+                  "with WINEDEBUG=err+all", flush=True)
+            if self._start(args, dict(env, WINEDEBUG="err+all,fixme-all"), startup_timeout):
+                return
+            code = self._proc.wait(10)
+        raise RuntimeError(f"dmlserve exited at start-up (exit code {code}):\n" +
+                           "".join(self.output))
+
+    def _start(self, args, env, startup_timeout):
+        """Starts the server; True once it has printed both addresses, False
+        if it exited before (raises if it did neither in time)."""
         self.output = []
         self.grpc_address = None
         self.metrics_address = None
-        env = dict(os.environ, **(extra_env or {}))
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, bufsize=1, env=env)
         ready = threading.Event()
@@ -52,8 +73,7 @@ class ServerProcess:
             if time.monotonic() > deadline:
                 self._proc.kill()
                 raise RuntimeError("dmlserve did not start:\n" + "".join(self.output))
-        if not (self.grpc_address and self.metrics_address):
-            raise RuntimeError("dmlserve exited at start-up:\n" + "".join(self.output))
+        return bool(self.grpc_address and self.metrics_address)
 
     @property
     def pid(self):
