@@ -49,8 +49,12 @@ class ServerProcess:
         self.output = []
         self.grpc_address = None
         self.metrics_address = None
+        # A process group of its own, so that a kill reaches every process
+        # of it: under wine the binary is a shell script whose child runs
+        # dmlserve.exe, which a kill of the script alone would leave running
+        # (and such leftovers have upset later wine tests).
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, bufsize=1, env=env)
+                                      text=True, bufsize=1, env=env, start_new_session=True)
         ready = threading.Event()
 
         def pump():
@@ -71,7 +75,7 @@ class ServerProcess:
         deadline = time.monotonic() + startup_timeout
         while not ready.wait(0.1):
             if time.monotonic() > deadline:
-                self._proc.kill()
+                self._kill_group()
                 raise RuntimeError("dmlserve did not start:\n" + "".join(self.output))
         return bool(self.grpc_address and self.metrics_address)
 
@@ -82,19 +86,27 @@ class ServerProcess:
     def alive(self):
         return self._proc.poll() is None
 
+    def _kill_group(self):
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def kill(self):
         """SIGKILL: the server dies at once, connections and calls cut off."""
         if self._proc.poll() is None:
-            self._proc.kill()
+            self._kill_group()
 
     def stop(self, timeout=60.0):
-        """Sends SIGTERM and returns the exit code."""
+        """Sends SIGTERM (to the server alone: under wine the script turns it
+        into Ctrl+C) and returns the exit code; SIGKILL to every process of
+        the group after `timeout` seconds."""
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
         try:
             code = self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
+            self._kill_group()
             code = self._proc.wait()
         self._pump.join(5)
         return code
