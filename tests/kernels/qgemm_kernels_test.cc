@@ -115,14 +115,15 @@ std::vector<const CpuKernels*> TablesUnderTest() {
   // the vector levels do not have; natively the vector levels run it in
   // LargeBPerRequestStreamedIntoTasksIsExact.
   constexpr QGemmBlocking kStreamedB = {.streamed_b_min_bytes = 1};
+  static const QGemmUkernel* const generic_streamed_kernel = QGemmUkernelWithBlocking(
+      *CpuKernelsFor(CpuIsa::kGeneric).qgemm, kStreamedB, "generic_streamed_b");
   static const CpuKernels* const generic_streamed =
-      WithKernel(CpuKernelsFor(CpuIsa::kGeneric),
-                 QGemmUkernelWithBlocking(*CpuKernelsFor(CpuIsa::kGeneric).qgemm, kStreamedB,
-                                          "generic_streamed_b"));
+      WithKernel(CpuKernelsFor(CpuIsa::kGeneric), generic_streamed_kernel);
   tables.push_back(generic_streamed);
-  static const CpuKernels* const model_streamed = WithKernel(
-      AmxModelCpuKernels(),
-      QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), kStreamedB, "amx_model_streamed_b"));
+  static const QGemmUkernel* const model_streamed_kernel =
+      QGemmUkernelWithBlocking(*AmxModelQGemmUkernel(), kStreamedB, "amx_model_streamed_b");
+  static const CpuKernels* const model_streamed =
+      WithKernel(AmxModelCpuKernels(), model_streamed_kernel);
   tables.push_back(model_streamed);
   return tables;
 }
