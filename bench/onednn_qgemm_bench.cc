@@ -31,7 +31,8 @@
 // once, outside the timed loop, for "registered_b" cases — like dmlserve's
 // registered tensors and ONNX Runtime's prepacked constants — and inside
 // every iteration for the per-request cases. Two OpenMP threads, like the
-// other columns.
+// other columns, or DMLSERVE_CPU_THREADS of them when it is set (as it sets
+// dmlserve's pool), so a one-thread comparison is one variable away.
 //
 // Zero points are run-time arguments (DNNL_RUNTIME_S32_VAL): a server gets
 // A's with every request. The output scale, though, is a constant of the
@@ -81,7 +82,13 @@ constexpr memory::data_type kS8 = memory::data_type::s8;
 constexpr float kAScale = 0.02f;
 constexpr float kBScale = 0.01f;
 constexpr int32_t kBZeroPoint = 1;
-constexpr int kThreads = 2;
+constexpr int kDefaultThreads = 2;
+
+int Threads() {
+  const char* value = std::getenv("DMLSERVE_CPU_THREADS");
+  const int threads = value == nullptr ? 0 : std::atoi(value);
+  return threads > 0 ? threads : kDefaultThreads;
+}
 
 dnnl::engine& Cpu() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
@@ -152,7 +159,7 @@ bool OutputMatches(const QGemmCase& c, const memory& src, const memory& weights,
 }
 
 void BM_OneDnnQGemm(benchmark::State& state, QGemmCase c) {
-  omp_set_num_threads(kThreads);
+  omp_set_num_threads(Threads());
   std::mt19937 rng(20240607);
   const int column_mask = 1 << 1;  // dimension 1 of {M,N} / {K,N}
 

@@ -39,6 +39,7 @@
 #include "server/metrics/scrape_time_gauges.h"
 #include "server/operator_service.h"
 #include "server/platform/console_control.h"
+#include "server/platform/crash_report.h"
 #include "server/platform/log.h"
 #include "server/platform/server_control.h"
 #include "server/platform/service_command.h"
@@ -356,6 +357,8 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
 }  // namespace dmlserve
 
 int main(int argc, char** argv) {
+  // Before anything can fault: a crash says why (crash_report.h).
+  dmlserve::InstallCrashReport(argv[0]);
   auto control = std::make_shared<dmlserve::ServerControl>();
   const bool service_command = dmlserve::IsServiceCommand(argc, argv);
   // Before any thread exists: on POSIX every thread inherits the blocked

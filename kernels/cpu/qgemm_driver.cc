@@ -45,8 +45,8 @@ constexpr size_t kMaxStreamingColumnBlock = 1024;
 // panel at a time inside tasks that keep up to kStreamedBTaskRows rows each,
 // so that each panel is packed once per that many rows into L2 and used
 // there, instead of a whole packed copy written to memory and read back
-// (256 x 4096 x 4096 at AVX-512 VNNI: 8.3-9.1 -> 7.0-8.2 ms; at AVX-VNNI
-// 17.6-17.9 -> 14.2-15.2 ms; docs/benchmarks.md). Up to kStreamedBMaxRows
+// (256 x 4096 x 4096, medians of 5 alternating rounds: at AVX-512 VNNI 8.57
+// -> 6.51 ms, at AVX-VNNI 14.4 -> 13.0 ms; docs/benchmarks.md). Up to kStreamedBMaxRows
 // rows, each panel is packed at most twice; beyond, a B packed whole is read
 // by rows enough to pay for its copy. Not for a level whose kernels read B
 // in a form only packing whole makes: AVX2's 7-bit kernel (all of B checked

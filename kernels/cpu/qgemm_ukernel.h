@@ -100,8 +100,9 @@ inline constexpr size_t kQGemmRowBlock = 96;
 
 // How the matrix multiply driver (qgemm_driver.cc) blocks a
 // product for one kernel. Zero and false mean the driver's defaults, which
-// suit the vector kernels; the tile kernel's differ (its operands are 1 KiB
-// tiles: see qgemm_ukernel_amx-inl.h, which gives each value its reason).
+// every table kernel uses today; the tile kernel's candidate blockings (its
+// operands are 1 KiB tiles: see qgemm_ukernel_amx-inl.h) set other values,
+// in tests and benchmarks, until one measures better.
 struct QGemmBlocking {
   // Depth values per call (a multiple of 64): the A rows and the B
   // micro-panel of one call, which this bounds, are what stays in L1.

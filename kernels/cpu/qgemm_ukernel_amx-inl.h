@@ -34,7 +34,7 @@
 //     only its configured rows, so a short block never reads past A or writes past C.
 //     Reconfiguring costs an LDTILECFG (which zeroes the tiles), so the thread's configuration
 //     is kept across calls and only changed when the row count changes (the last block of a
-//     product); QGemmUkernel::release_tiles ends it when the driver's task is done.
+//     product); QGemmUkernel::release ends it when the driver's task is done.
 //   - Columns: one or two strips (B and C tiles of the second unused with one); the packed strips
 //     are zero past N.
 //   - Depth: whole steps straight from A and B; the last 1..15 quads (K not a multiple of 64)

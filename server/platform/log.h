@@ -23,6 +23,12 @@ inline void LogInfo(absl::string_view message) { Log(LogSeverity::kInfo, message
 inline void LogWarning(absl::string_view message) { Log(LogSeverity::kWarning, message); }
 inline void LogError(absl::string_view message) { Log(LogSeverity::kError, message); }
 
+// A dying process's last line (crash_report.h), logged as an error. It waits
+// for the log's lock at most a moment: the thread holding it may be the one
+// that faulted. Without the lock the line still goes to stderr, but not to
+// the sinks, whose state the dying holder may have left half-changed.
+void LogFatal(absl::string_view message);
+
 // Sends every later line to `sink` too, for the rest of the process. Sinks
 // are called under the log's lock (lines never interleave) and must not Log.
 void AddLogSink(absl::AnyInvocable<void(LogSeverity, absl::string_view)> sink);

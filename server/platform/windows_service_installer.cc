@@ -216,9 +216,22 @@ absl::Status StopInstalledService(absl::string_view name) {
     return status;
   }
   SERVICE_STATUS plain{};
-  if (!ControlService(service.get(), SERVICE_CONTROL_STOP, &plain) &&
-      GetLastError() != ERROR_SERVICE_NOT_ACTIVE) {
-    return Win32Error(absl::StrCat("stopping service ", name));
+  if (!ControlService(service.get(), SERVICE_CONTROL_STOP, &plain)) {
+    const DWORD error = GetLastError();
+    if (error == ERROR_NO_DATA || error == ERROR_BROKEN_PIPE) {
+      // The control's pipe to the service process is closed: the process
+      // ended without telling the service manager, which still counts the
+      // service as running. Windows' notices such an exit itself; wine's
+      // does not, and there a crashed service reads RUNNING until started
+      // again.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "service ", name,
+          " is not running: its process ended without telling the service manager (a crash: "
+          "the event log has the reason); `service start` starts it again"));
+    }
+    if (error != ERROR_SERVICE_NOT_ACTIVE) {
+      return Win32Error(absl::StrCat("stopping service ", name), error);
+    }
   }
   SERVICE_STATUS_PROCESS status{};
   if (absl::Status waited = WaitWhilePending(service.get(), name, SERVICE_STOP_PENDING, status);

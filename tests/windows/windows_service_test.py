@@ -18,6 +18,10 @@ with the server's flags, `service start`. Then:
               it: wine's sc.exe has no `control` verb);
   stop        with requests in flight: every one is answered correctly, then
               STOPPED, the process gone, the stop in the event log;
+  crash       a fault in the running service (a thread that writes where
+              nothing is mapped, started in it by a small Windows program):
+              the reason is in the event log, the process ends, and the
+              service can be started again;
   faults      a port already in use and a repository that does not load make
               `service start` fail with the reason (also in the event log);
               an install with a bad flag leaves nothing registered;
@@ -324,6 +328,45 @@ def lifecycle():
     return {"address": address, "grpc_port": grpc_port, "repo": repo, "flags": flags}
 
 
+def crash(installed):
+    started = service("start")
+    check(started.returncode == 0 and state() == "RUNNING",
+          f"the service starts again ({started.returncode}: {started.stderr.strip()[-300:]})")
+    injected = wine(os.path.join(WORK, "fault_in_process.exe"), "dmlserve.exe")
+    check(injected.returncode == 0, f"a faulting thread started in the service "
+          f"({injected.returncode}: {injected.stdout.strip()} {injected.stderr.strip()})")
+    deadline = time.time() + 60
+    while service_processes() and time.time() < deadline:
+        time.sleep(0.2)
+    check(not service_processes(), "the faulted service process ended")
+    reports = [text for _, text in events("err") if "fatal: unhandled exception" in text]
+    check(bool(reports) and re.search(
+        r"fatal: unhandled exception 0xC0000005 \(access violation writing 0x0+10\) "
+        r"at [\w.]+\.dll\+0x[0-9a-f]+ in thread \d+$", reports[-1]),
+          f"the event log got the fault's reason, module and offset: {reports[-1:]}")
+    # Windows marks the service stopped and restarts it (its recovery
+    # actions). Wine's service manager does neither: the service reads
+    # RUNNING with no process behind it, `service stop` says what happened,
+    # and `service start` starts it again.
+    if state() == "RUNNING":
+        stopped = service("stop")
+        check(stopped.returncode != 0 and "its process ended without telling the service manager"
+              in stopped.stderr and "`service start` starts it again" in stopped.stderr,
+              f"under wine, `service stop` of the crashed service says so: "
+              f"{stopped.stderr.strip()[-300:]}")
+    else:
+        check(state() == "STOPPED", f"the service manager saw the service end: {state()}")
+    again = service("start")
+    health = cli(installed["address"], "health")
+    check(again.returncode == 0 and state() == "RUNNING" and health.returncode == 0 and
+          "SERVING" in health.stdout,
+          f"`service start` brings the crashed service back, SERVING "
+          f"({again.returncode}: {again.stderr.strip()[-300:]}; {health.stdout.strip()})")
+    stopped = service("stop")
+    check(stopped.returncode == 0 and state() == "STOPPED",
+          f"and `service stop` stops it ({stopped.returncode}: {stopped.stderr.strip()[-300:]})")
+
+
 def faults(installed):
     # A port already in use.
     with socket.socket() as holder:
@@ -369,22 +412,25 @@ def faults(installed):
           "`service run` from a console explains itself")
 
 
-def build_service_control():
+def build_helpers():
     """service_control.exe NAME paramchange: what `sc control NAME
-    paramchange` does on Windows."""
-    out = os.path.join(WORK, "service_control.exe")
-    subprocess.run(["x86_64-w64-mingw32-gcc-posix", "-O2", "-o", out,
-                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "service_control.c")],
-                   check=True)
+    paramchange` does on Windows; fault_in_process.exe IMAGE: a fault in a
+    running process."""
+    for name in ("service_control", "fault_in_process"):
+        subprocess.run(["x86_64-w64-mingw32-gcc-posix", "-O2", "-o",
+                        os.path.join(WORK, f"{name}.exe"),
+                        os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.c")],
+                       check=True)
 
 
 def main():
     keeper = boot()
     try:
-        build_service_control()
+        build_helpers()
         install_from_zip()
         installed = lifecycle()
         if installed:
+            crash(installed)
             faults(installed)
         else:
             service("uninstall")

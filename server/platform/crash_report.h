@@ -1,0 +1,35 @@
+#ifndef DMLSERVE_SERVER_PLATFORM_CRASH_REPORT_H_
+#define DMLSERVE_SERVER_PLATFORM_CRASH_REPORT_H_
+
+// What the server leaves behind when it dies of a fault: the reason, in the
+// operational log (log.h: stderr, which journald, Kubernetes and a console
+// collect, and a Windows service's event log), not only an exit status. The
+// service manager restarts it (systemd's Restart=on-failure, the Windows
+// service's recovery actions, docs/windows.md).
+
+namespace dmlserve {
+
+// InstallCrashReport: once, first thing in main, before any thread starts.
+//  - POSIX: a fault signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+//    SIGTRAP) prints Abseil's failure report ("*** SIGSEGV received at
+//    time=... ***" and the receiving thread's stack, symbolized), then the
+//    signal is raised again, so the process dies of it (exit status 128 +
+//    the signal). SIGTERM's handler is installed too, but a server that
+//    serves blocks SIGTERM in every thread (console_control.h), so a stop
+//    signal is still a stop.
+//  - Windows: an exception no handler takes (an access violation, an
+//    illegal instruction: a kernel of an ISA the CPU lacks, ...), in any
+//    thread, logs one line, for example
+//      fatal: unhandled exception 0xC0000005 (access violation reading
+//      0x0000000000000010) at dmlserve.exe+0x1a2b3c in thread 1234
+//    (`addr2line -e` on an unstripped build of the same commit finds the
+//    offset's source line) and ends the process with the exception code as
+//    its exit code, without Windows Error Reporting's dialog.
+//  - Both: std::terminate (an exception nothing caught) logs "fatal:
+//    terminate called" with the exception's what() when there is one, then
+//    aborts.
+void InstallCrashReport(const char* argv0);
+
+}  // namespace dmlserve
+
+#endif  // DMLSERVE_SERVER_PLATFORM_CRASH_REPORT_H_
