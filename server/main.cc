@@ -6,6 +6,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +50,7 @@
 #include "server/serving_health.h"
 #include "server/tensor_registry.h"
 #include "server/tensor_repository.h"
+#include "server/tls_certificate.h"
 
 namespace dmlserve {
 namespace {
@@ -93,15 +96,72 @@ void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
 }
 
 // Plaintext, TLS, or TLS with client certificates required (ServerConfig).
+// With a reload interval, gRPC's file watcher reads the files again that
+// often on a thread of its own and hands new connections what it read; the
+// connections open keep their session. It swaps a certificate and its key
+// together only when both files changed before it looked (a Kubernetes
+// Secret's volume changes both at once; by hand, replace both within the
+// interval), and keeps what it had when a file cannot be read.
 std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig& config) {
   if (config.tls_cert_pem.empty()) return grpc::InsecureServerCredentials();
+  const bool mutual = !config.tls_client_ca_pem.empty();
+  if (config.tls_reload_interval > absl::ZeroDuration()) {
+    const auto seconds =
+        static_cast<unsigned int>(absl::ToInt64Seconds(config.tls_reload_interval));
+    auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        config.tls_key_file, config.tls_cert_file, mutual ? config.tls_client_ca_file : "",
+        seconds);
+    grpc::experimental::TlsServerCredentialsOptions options(files);
+    options.watch_identity_key_cert_pairs();
+    if (mutual) options.watch_root_certs();
+    options.set_cert_request_type(mutual
+                                      ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                      : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    return grpc::experimental::TlsServerCredentials(options);
+  }
   grpc::SslServerCredentialsOptions options(
-      config.tls_client_ca_pem.empty()
-          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+             : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   options.pem_root_certs = config.tls_client_ca_pem;
   options.pem_key_cert_pairs.push_back({config.tls_key_pem, config.tls_cert_pem});
   return grpc::SslServerCredentials(options);
+}
+
+// TLS as the log and the metrics show it (tls_certificate.h): what is
+// required, until when the certificate is valid, whether the files are read
+// again. The gauge reads the file at each scrape, since it serves within the
+// reload interval; read once, it is the certificate read at start-up.
+void ReportTls(const ServerConfig& config, metrics::ScrapeTimeGauges& gauges) {
+  constexpr char kExpiry[] = "dmlserve_tls_certificate_expiry_timestamp_seconds";
+  constexpr char kExpiryHelp[] =
+      "When the server's TLS certificate expires (its notAfter, Unix time): the file's, read at "
+      "each scrape, which serves within --tls_reload_interval. No sample without TLS.";
+  if (config.tls_cert_pem.empty()) {
+    // The family is there, empty: dashboards and alerts find it on every server.
+    gauges.Add(kExpiry, kExpiryHelp, [] { return metrics::ScrapeTimeGauges::Samples{}; });
+    return;
+  }
+  std::string line = absl::StrCat(
+      "gRPC over TLS", config.tls_client_ca_pem.empty() ? "" : ", client certificates required");
+  const absl::StatusOr<absl::Time> expiry = CertificateExpiry(config.tls_cert_pem);
+  if (expiry.ok()) {
+    absl::StrAppend(&line, "; certificate valid until ",
+                    absl::FormatTime(absl::RFC3339_sec, *expiry, absl::UTCTimeZone()));
+  }
+  const bool reloads = config.tls_reload_interval > absl::ZeroDuration();
+  absl::StrAppend(&line, reloads ? "; TLS files read again every " : "; TLS files read once",
+                  reloads ? absl::FormatDuration(config.tls_reload_interval) : "");
+  LogInfo(line);
+  if (expiry.ok() && *expiry < absl::Now()) {
+    LogWarning(absl::StrCat("--tls_cert_file=", config.tls_cert_file,
+                            ": the certificate has expired; clients will refuse it"));
+  }
+  gauges.Add(kExpiry, kExpiryHelp, [reloads, path = config.tls_cert_file, start_up = expiry] {
+    const absl::StatusOr<absl::Time> now_serving = reloads ? CertificateFileExpiry(path) : start_up;
+    if (!now_serving.ok()) return metrics::ScrapeTimeGauges::Samples{};
+    return metrics::ScrapeTimeGauges::Samples{
+        {{}, static_cast<double>(absl::ToUnixSeconds(*now_serving))}};
+  });
 }
 
 // --placement matters where unlike devices serve together (D3D12 devices
@@ -309,6 +369,7 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
       [&budget] {
         return metrics::ScrapeTimeGauges::Samples{{{}, static_cast<double>(budget.used())}};
       });
+  ReportTls(*config, *gauges);
   OperatorService service(&scheduler, &tensors, &service_metrics, &gate, &budget, service_options);
   KServeService kserve(&scheduler, service.executor(), &gate, DMLSERVE_VERSION);
 
@@ -339,11 +400,6 @@ int Run(const ServerConfig& server_config, ServerControl& control) {
   std::printf("dmlserve: serving gRPC on %s\n", grpc_address.c_str());
   std::printf("dmlserve: serving metrics on %s\n", metrics_url.c_str());
   std::fflush(stdout);
-  if (!config->tls_cert_pem.empty()) {
-    LogInfo(absl::StrCat("gRPC over TLS", config->tls_client_ca_pem.empty()
-                                              ? ""
-                                              : ", client certificates required"));
-  }
   control.ReportServing(absl::StrCat("gRPC on ", grpc_address, ", metrics on ", metrics_url));
 
   const std::string reason = control.WaitForStop();

@@ -91,6 +91,9 @@ ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA certificates; when set (with --tls_cert_file), every client must present a "
           "certificate they signed (mutual TLS).");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Minutes(1),
+          "How often the TLS files are read again: a renewed certificate, key or client CA "
+          "serves new connections within this long, without a restart (0: read once).");
 ABSL_FLAG(uint32_t, max_concurrent_streams, 256,
           "Calls one connection may have open at once (HTTP/2 streams); more wait.");
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Hours(1),
@@ -208,6 +211,17 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
           absl::StrCat("--", flag, "=", *path, ": ", contents.status().message()));
     }
     *pem = *std::move(contents);
+  }
+  config.tls_cert_file = cert_file;
+  config.tls_key_file = key_file;
+  config.tls_client_ca_file = client_ca_file;
+  config.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  // gRPC's file watcher counts whole seconds.
+  if (config.tls_reload_interval != absl::ZeroDuration() &&
+      (config.tls_reload_interval < absl::Seconds(1) ||
+       config.tls_reload_interval > absl::Hours(24 * 365))) {
+    return FlagError("tls_reload_interval", absl::FormatDuration(config.tls_reload_interval),
+                     "must be 0 (read once) or from 1s to 8760h");
   }
 
   if (config.devices.cpu_devices < 1) {

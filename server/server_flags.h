@@ -30,9 +30,13 @@ struct ServerConfig {
   absl::Duration shutdown_timeout;
 
   // Transport. TLS is on when `tls_cert_pem` is set (the files' contents,
-  // read at start-up); `tls_client_ca_pem` then requires client certificates
-  // it signed (mutual TLS).
+  // read at start-up to check them); `tls_client_ca_pem` then requires client
+  // certificates it signed (mutual TLS). With a non-zero
+  // `tls_reload_interval` the files (their paths below) are read again that
+  // often, and a renewed certificate, key or CA serves new connections.
   std::string tls_cert_pem, tls_key_pem, tls_client_ca_pem;
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  absl::Duration tls_reload_interval;  // ZeroDuration: read once
   uint32_t max_concurrent_streams = 0;
   absl::Duration max_connection_idle;  // InfiniteDuration: never closed for idleness
   absl::Duration max_connection_age;   // InfiniteDuration: no limit

@@ -1,9 +1,10 @@
 """A real Prometheus scrapes the real dmlserve and stores exact request counts.
 
-Starts dmlserve (DMLSERVE_BINARY) and Prometheus (PROMETHEUS_BINARY) on free
-loopback ports, Prometheus scraping dmlserve's /metrics every second, sends a
-known number of Execute requests with a gRPC client, then asks Prometheus'
-HTTP API until it reports exactly that many. Also runs `promtool check
+Starts dmlserve (DMLSERVE_BINARY, gRPC over TLS with certificates made by
+openssl) and Prometheus (PROMETHEUS_BINARY) on free loopback ports, Prometheus
+scraping dmlserve's /metrics every second, sends a known number of Execute
+requests with a gRPC client, then asks Prometheus' HTTP API until it reports
+exactly that many, and the certificate's expiry as openssl reads it. Also runs `promtool check
 metrics` (PROMTOOL_BINARY) over the live endpoint, which parses the output
 with Prometheus' own parser and lints the metric names.
 """
@@ -26,6 +27,7 @@ import grpc
 from dmlserve.v1 import dmlserve_pb2
 from dmlserve.v1 import dmlserve_pb2_grpc
 from server_process import ServerProcess, server_binary
+from tls_certificates import make_certificates, not_after
 
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
                          "grafana", "dmlserve-dashboard.json")
@@ -147,7 +149,14 @@ class PrometheusScrapeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.TemporaryDirectory(prefix="dmlserve_prometheus_")
-        cls.server = ServerProcess(server_binary())
+        # gRPC over TLS, so that every family the dashboard reads has samples
+        # (the certificate's expiry has none without TLS); /metrics stays
+        # plain HTTP.
+        make_certificates(cls.workdir.name)
+        cls.certificate = os.path.join(cls.workdir.name, "server.pem")
+        cls.server = ServerProcess(server_binary(), extra_args=[
+            f"--tls_cert_file={cls.certificate}",
+            f"--tls_key_file={os.path.join(cls.workdir.name, 'server.key')}"])
         try:
             cls.prometheus = PrometheusProcess(os.environ.get("PROMETHEUS_BINARY", "prometheus"),
                                                cls.server.metrics_address, cls.workdir.name)
@@ -199,7 +208,9 @@ class PrometheusScrapeTest(unittest.TestCase):
         self.wait_for_value('up{job="dmlserve"}', 1.0)
 
         failures = 0
-        with grpc.insecure_channel(self.server.grpc_address) as channel:
+        with open(os.path.join(self.workdir.name, "ca.pem"), "rb") as ca:
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca.read())
+        with grpc.secure_channel(self.server.grpc_address, credentials) as channel:
             stub = dmlserve_pb2_grpc.OperatorServiceStub(channel)
             for i in range(VALID_REQUESTS):
                 response = stub.Execute(cumulative_summation_request(f"ok-{i}", axis=1),
@@ -218,6 +229,10 @@ class PrometheusScrapeTest(unittest.TestCase):
         self.wait_for_value('sum(dmlserve_requests_total{code!="OK"})', float(failures))
         self.wait_for_value("sum(dmlserve_request_duration_seconds_count)", float(total))
         self.wait_for_value('up{job="dmlserve"}', 1.0)
+        # The certificate's expiry, as stored: what the dashboard's and an
+        # alert's arithmetic start from.
+        self.wait_for_value("dmlserve_tls_certificate_expiry_timestamp_seconds",
+                            float(not_after(self.certificate)))
 
     def test_3_dashboard_queries_are_valid_and_use_exported_names(self):
         with open(DASHBOARD) as f:

@@ -2,33 +2,26 @@
 made by openssl for this run."""
 
 import os
+import re
 import shutil
-import subprocess
 import tempfile
+import time
 import unittest
+import urllib.request
 
 import numpy as np
 
 from dmlserve_client import Client, DmlserveError, tls_credentials
 from server_process import ServerProcess
+from tls_certificates import make_certificates, not_after
 
-KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
-
-def make_certificates(directory):
-    """A CA, a server certificate for 127.0.0.1 and a client certificate it signed."""
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-
-    run("req", "-x509", *KEY, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=dmlserve test CA")
-    for name, extra in (("server", ["-extfile", "server.ext"]), ("client", [])):
-        run("req", *KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        if name == "server":
-            with open(os.path.join(directory, "server.ext"), "w") as f:
-                f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "2", "-out", f"{name}.pem", *extra)
+def expiry_gauge(server):
+    """dmlserve_tls_certificate_expiry_timestamp_seconds, or None."""
+    with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    m = re.search(r"^dmlserve_tls_certificate_expiry_timestamp_seconds (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
 
 
 class TlsTest(unittest.TestCase):
@@ -36,6 +29,7 @@ class TlsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="dmlserve_tls_")
         make_certificates(cls.dir)
+        make_certificates(cls.dir, prefix="renewed_", days=3)
 
     @classmethod
     def tearDownClass(cls):
@@ -62,6 +56,7 @@ class TlsTest(unittest.TestCase):
 
     def test_tls(self):
         server = self.start(mutual=False)
+        self.assertEqual(expiry_gauge(server), not_after(self.path("server.pem")))
         with Client(server.grpc_address, timeout=60,
                     credentials=tls_credentials(ca_file=self.path("ca.pem"))) as client:
             self.check_calls(client)
@@ -80,6 +75,48 @@ class TlsTest(unittest.TestCase):
             self.check_calls(client)
         without = tls_credentials(ca_file=self.path("ca.pem"))
         with Client(server.grpc_address, timeout=10, credentials=without) as client:
+            with self.assertRaises(DmlserveError) as raised:
+                client.cumsum(np.ones(3, dtype=np.float32))
+            self.assertEqual(raised.exception.code.name, "UNAVAILABLE")
+
+    def test_renewed_certificates_serve_without_a_restart(self):
+        """--tls_reload_interval: the server's certificate and key and the client CA,
+        replaced on disk by another CA's, serve new connections without a restart."""
+        live = tempfile.mkdtemp(prefix="live_", dir=self.dir)
+        files = {"server.pem": "renewed_server.pem", "server.key": "renewed_server.key",
+                 "ca.pem": "renewed_ca.pem"}
+        for name in files:
+            shutil.copy(self.path(name), os.path.join(live, name))
+        server = ServerProcess(os.environ["DMLSERVE_BINARY"], extra_args=[
+            f"--tls_cert_file={os.path.join(live, 'server.pem')}",
+            f"--tls_key_file={os.path.join(live, 'server.key')}",
+            f"--tls_client_ca_file={os.path.join(live, 'ca.pem')}", "--tls_reload_interval=1s"])
+        self.addCleanup(server.stop)
+        before = tls_credentials(ca_file=self.path("ca.pem"), cert_file=self.path("client.pem"),
+                                 key_file=self.path("client.key"))
+        after = tls_credentials(ca_file=self.path("renewed_ca.pem"),
+                                cert_file=self.path("renewed_client.pem"),
+                                key_file=self.path("renewed_client.key"))
+        with Client(server.grpc_address, timeout=60, credentials=before) as client:
+            self.check_calls(client)
+        self.assertEqual(expiry_gauge(server), not_after(self.path("server.pem")))
+        # Each file replaced whole, as a renewed Kubernetes Secret's volume does.
+        for name, renewed in files.items():
+            shutil.copy(self.path(renewed), os.path.join(live, name + ".new"))
+            os.replace(os.path.join(live, name + ".new"), os.path.join(live, name))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with Client(server.grpc_address, timeout=10, credentials=after) as client:
+                    self.check_calls(client)
+                break
+            except DmlserveError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        self.assertEqual(expiry_gauge(server), not_after(self.path("renewed_server.pem")))
+        # The old CA's clients no longer trust the server, nor it them.
+        with Client(server.grpc_address, timeout=10, credentials=before) as client:
             with self.assertRaises(DmlserveError) as raised:
                 client.cumsum(np.ones(3, dtype=np.float32))
             self.assertEqual(raised.exception.code.name, "UNAVAILABLE")

@@ -201,6 +201,9 @@ TEST_F(TlsTest, IncompleteOrUnreadableTlsFlagsStopTheStart) {
       {{"--tls_cert_file=" + certs_.path("server.ext"),
         "--tls_key_file=" + certs_.path("server.key")},
        "not a PEM file"},
+      {{"--tls_cert_file=" + certs_.path("server.pem"),
+        "--tls_key_file=" + certs_.path("server.key"), "--tls_reload_interval=500ms"},
+       "--tls_reload_interval=500ms: must be 0 (read once) or from 1s to 8760h"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message);
