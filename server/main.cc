@@ -134,8 +134,9 @@ std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig&
 void ReportTls(const ServerConfig& config, metrics::ScrapeTimeGauges& gauges) {
   constexpr char kExpiry[] = "dmlserve_tls_certificate_expiry_timestamp_seconds";
   constexpr char kExpiryHelp[] =
-      "When the server's TLS certificate expires (its notAfter, Unix time): the file's, read at "
-      "each scrape, which serves within --tls_reload_interval. No sample without TLS.";
+      "When the server's TLS certificate expires (its notAfter, Unix time): the files', read at "
+      "each scrape, which serve within --tls_reload_interval. No sample without TLS, or while "
+      "the files do not hold a certificate and its key.";
   if (config.tls_cert_pem.empty()) {
     // The family is there, empty: dashboards and alerts find it on every server.
     gauges.Add(kExpiry, kExpiryHelp, [] { return metrics::ScrapeTimeGauges::Samples{}; });
@@ -143,7 +144,7 @@ void ReportTls(const ServerConfig& config, metrics::ScrapeTimeGauges& gauges) {
   }
   std::string line = absl::StrCat(
       "gRPC over TLS", config.tls_client_ca_pem.empty() ? "" : ", client certificates required");
-  const absl::StatusOr<absl::Time> expiry = CertificateExpiry(config.tls_cert_pem);
+  const absl::StatusOr<absl::Time> expiry = KeyPairExpiry(config.tls_cert_pem, config.tls_key_pem);
   if (expiry.ok()) {
     absl::StrAppend(&line, "; certificate valid until ",
                     absl::FormatTime(absl::RFC3339_sec, *expiry, absl::UTCTimeZone()));
@@ -156,12 +157,21 @@ void ReportTls(const ServerConfig& config, metrics::ScrapeTimeGauges& gauges) {
     LogWarning(absl::StrCat("--tls_cert_file=", config.tls_cert_file,
                             ": the certificate has expired; clients will refuse it"));
   }
-  gauges.Add(kExpiry, kExpiryHelp, [reloads, path = config.tls_cert_file, start_up = expiry] {
-    const absl::StatusOr<absl::Time> now_serving = reloads ? CertificateFileExpiry(path) : start_up;
-    if (!now_serving.ok()) return metrics::ScrapeTimeGauges::Samples{};
-    return metrics::ScrapeTimeGauges::Samples{
-        {{}, static_cast<double>(absl::ToUnixSeconds(*now_serving))}};
-  });
+  gauges.Add(kExpiry, kExpiryHelp,
+             [reloads, cert_file = config.tls_cert_file, key_file = config.tls_key_file,
+              start_up = expiry]() {
+               absl::StatusOr<absl::Time> now_serving = start_up;
+               if (reloads) {
+                 const absl::StatusOr<std::string> cert = ReadTlsFile(cert_file);
+                 const absl::StatusOr<std::string> key = ReadTlsFile(key_file);
+                 now_serving = !cert.ok()  ? cert.status()
+                               : !key.ok() ? key.status()
+                                           : KeyPairExpiry(*cert, *key);
+               }
+               if (!now_serving.ok()) return metrics::ScrapeTimeGauges::Samples{};
+               return metrics::ScrapeTimeGauges::Samples{
+                   {{}, static_cast<double>(absl::ToUnixSeconds(*now_serving))}};
+             });
 }
 
 // --placement matters where unlike devices serve together (D3D12 devices

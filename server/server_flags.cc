@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "server/host_port.h"
 #include "server/tensor_registry.h"
+#include "server/tls_certificate.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT for gRPC; port 0 picks a free port (printed at start-up).");
@@ -211,6 +212,21 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
           absl::StrCat("--", flag, "=", *path, ": ", contents.status().message()));
     }
     *pem = *std::move(contents);
+  }
+  // What the handshake would find out one client at a time, said at start-up.
+  if (!cert_file.empty()) {
+    if (absl::StatusOr<absl::Time> pair = KeyPairExpiry(config.tls_cert_pem, config.tls_key_pem);
+        !pair.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tls_cert_file=", cert_file,
+                                                     " and --tls_key_file=", key_file, ": ",
+                                                     pair.status().message()));
+    }
+  }
+  if (!client_ca_file.empty()) {
+    if (absl::StatusOr<absl::Time> ca = CertificateExpiry(config.tls_client_ca_pem); !ca.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls_client_ca_file=", client_ca_file, ": ", ca.status().message()));
+    }
   }
   config.tls_cert_file = cert_file;
   config.tls_key_file = key_file;

@@ -2,6 +2,7 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -17,20 +18,33 @@
 
 namespace dmlserve {
 
-absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem) {
+namespace {
+
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+using Certificate = std::unique_ptr<X509, decltype(&X509_free)>;
+
+absl::StatusOr<Bio> MemoryBio(absl::string_view pem) {
   if (pem.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError("the PEM file is too large");
   }
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
   if (bio == nullptr) return absl::ResourceExhaustedError("OpenSSL: BIO_new_mem_buf failed");
-  std::unique_ptr<X509, decltype(&X509_free)> certificate(
-      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  return bio;
+}
+
+absl::StatusOr<Certificate> FirstCertificate(absl::string_view pem) {
+  absl::StatusOr<Bio> bio = MemoryBio(pem);
+  if (!bio.ok()) return bio.status();
+  Certificate certificate(PEM_read_bio_X509(bio->get(), nullptr, nullptr, nullptr), &X509_free);
   if (certificate == nullptr) {
     return absl::InvalidArgumentError("no PEM certificate (-----BEGIN CERTIFICATE-----) in it");
   }
+  return certificate;
+}
+
+absl::StatusOr<absl::Time> NotAfter(const X509& certificate) {
   std::tm expiry{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(certificate.get()), &expiry) != 1) {
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(&certificate), &expiry) != 1) {
     return absl::InvalidArgumentError("the certificate's notAfter time does not parse");
   }
   return absl::FromCivil(absl::CivilSecond(expiry.tm_year + 1900, expiry.tm_mon + 1, expiry.tm_mday,
@@ -38,17 +52,36 @@ absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem) {
                          absl::UTCTimeZone());
 }
 
-absl::StatusOr<absl::Time> CertificateFileExpiry(const std::string& path) {
+}  // namespace
+
+absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem) {
+  absl::StatusOr<Certificate> certificate = FirstCertificate(pem);
+  if (!certificate.ok()) return certificate.status();
+  return NotAfter(**certificate);
+}
+
+absl::StatusOr<absl::Time> KeyPairExpiry(absl::string_view cert_pem, absl::string_view key_pem) {
+  absl::StatusOr<Certificate> certificate = FirstCertificate(cert_pem);
+  if (!certificate.ok()) return certificate.status();
+  absl::StatusOr<Bio> bio = MemoryBio(key_pem);
+  if (!bio.ok()) return bio.status();
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(bio->get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+  if (key == nullptr) {
+    return absl::InvalidArgumentError("no PEM private key in the key file");
+  }
+  if (X509_check_private_key(certificate->get(), key.get()) != 1) {
+    return absl::FailedPreconditionError("the key file holds another certificate's private key");
+  }
+  return NotAfter(**certificate);
+}
+
+absl::StatusOr<std::string> ReadTlsFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
   std::ostringstream contents;
   contents << file.rdbuf();
-  absl::StatusOr<absl::Time> expiry = CertificateExpiry(contents.str());
-  if (!expiry.ok()) {
-    return absl::Status(expiry.status().code(),
-                        absl::StrCat(path, ": ", expiry.status().message()));
-  }
-  return expiry;
+  return contents.str();
 }
 
 }  // namespace dmlserve

@@ -20,8 +20,13 @@ namespace dmlserve {
 // certificate leads its chain). INVALID_ARGUMENT when there is none.
 absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem);
 
-// The same for the file at `path` (NOT_FOUND when it cannot be read).
-absl::StatusOr<absl::Time> CertificateFileExpiry(const std::string& path);
+// The same, once `key_pem` is checked to be the certificate's private key:
+// what a listener given these two serves (FAILED_PRECONDITION when the key is
+// another's, INVALID_ARGUMENT when either does not parse).
+absl::StatusOr<absl::Time> KeyPairExpiry(absl::string_view cert_pem, absl::string_view key_pem);
+
+// The contents of a file (NOT_FOUND when it cannot be read).
+absl::StatusOr<std::string> ReadTlsFile(const std::string& path);
 
 }  // namespace dmlserve
 

@@ -79,14 +79,33 @@ class TlsTest(unittest.TestCase):
                 client.cumsum(np.ones(3, dtype=np.float32))
             self.assertEqual(raised.exception.code.name, "UNAVAILABLE")
 
+    def check_calls_within_a_minute(self, server, credentials):
+        """Calls with `credentials` until they succeed: the server reads its TLS files again
+        every second (--tls_reload_interval=1s)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with Client(server.grpc_address, timeout=10, credentials=credentials) as client:
+                    self.check_calls(client)
+                return
+            except DmlserveError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     def test_renewed_certificates_serve_without_a_restart(self):
         """--tls_reload_interval: the server's certificate and key and the client CA,
         replaced on disk by another CA's, serve new connections without a restart."""
         live = tempfile.mkdtemp(prefix="live_", dir=self.dir)
-        files = {"server.pem": "renewed_server.pem", "server.key": "renewed_server.key",
-                 "ca.pem": "renewed_ca.pem"}
-        for name in files:
-            shutil.copy(self.path(name), os.path.join(live, name))
+
+        def replace(name, source=None, text=None):
+            """Each file replaced whole, as a renewed Kubernetes Secret's volume does."""
+            with open(os.path.join(live, name + ".new"), "w") as f:
+                f.write(text if text is not None else open(self.path(source)).read())
+            os.replace(os.path.join(live, name + ".new"), os.path.join(live, name))
+
+        for name in ("server.pem", "server.key", "ca.pem"):
+            replace(name, name)
         server = ServerProcess(os.environ["DMLSERVE_BINARY"], extra_args=[
             f"--tls_cert_file={os.path.join(live, 'server.pem')}",
             f"--tls_key_file={os.path.join(live, 'server.key')}",
@@ -100,26 +119,28 @@ class TlsTest(unittest.TestCase):
         with Client(server.grpc_address, timeout=60, credentials=before) as client:
             self.check_calls(client)
         self.assertEqual(expiry_gauge(server), not_after(self.path("server.pem")))
-        # Each file replaced whole, as a renewed Kubernetes Secret's volume does.
-        for name, renewed in files.items():
-            shutil.copy(self.path(renewed), os.path.join(live, name + ".new"))
-            os.replace(os.path.join(live, name + ".new"), os.path.join(live, name))
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with Client(server.grpc_address, timeout=10, credentials=after) as client:
-                    self.check_calls(client)
-                break
-            except DmlserveError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+
+        for name in ("server.pem", "server.key", "ca.pem"):
+            replace(name, "renewed_" + name)
+        self.check_calls_within_a_minute(server, after)
         self.assertEqual(expiry_gauge(server), not_after(self.path("renewed_server.pem")))
         # The old CA's clients no longer trust the server, nor it them.
         with Client(server.grpc_address, timeout=10, credentials=before) as client:
             with self.assertRaises(DmlserveError) as raised:
                 client.cumsum(np.ones(3, dtype=np.float32))
             self.assertEqual(raised.exception.code.name, "UNAVAILABLE")
+
+        # Files that are not a certificate and its key: gRPC takes them as they are, so
+        # handshakes fail, and the expiry gauge has no sample (an alert on absent() sees it).
+        replace("server.pem", text="not a certificate\n")
+        self.assertIsNone(expiry_gauge(server))
+        replace("server.pem", "renewed_server.pem")
+        replace("server.key", "server.key")  # the first CA's server key
+        self.assertIsNone(expiry_gauge(server))
+        # Put right, the pair serves again.
+        replace("server.key", "renewed_server.key")
+        self.assertEqual(expiry_gauge(server), not_after(self.path("renewed_server.pem")))
+        self.check_calls_within_a_minute(server, after)
 
     def test_a_certificate_without_its_key_is_refused(self):
         with self.assertRaises(ValueError):

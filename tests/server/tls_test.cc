@@ -202,6 +202,13 @@ TEST_F(TlsTest, IncompleteOrUnreadableTlsFlagsStopTheStart) {
         "--tls_key_file=" + certs_.path("server.key")},
        "not a PEM file"},
       {{"--tls_cert_file=" + certs_.path("server.pem"),
+        "--tls_key_file=" + certs_.path("client.key")},
+       "the key file holds another certificate's private key"},
+      {{"--tls_cert_file=" + certs_.path("server.pem"),
+        "--tls_key_file=" + certs_.path("server.key"),
+        "--tls_client_ca_file=" + certs_.path("server.key")},
+       "server.key: no PEM certificate (-----BEGIN CERTIFICATE-----) in it"},
+      {{"--tls_cert_file=" + certs_.path("server.pem"),
         "--tls_key_file=" + certs_.path("server.key"), "--tls_reload_interval=500ms"},
        "--tls_reload_interval=500ms: must be 0 (read once) or from 1s to 8760h"},
   };
