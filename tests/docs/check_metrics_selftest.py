@@ -49,6 +49,8 @@ def main():
     metrics = pathlib.Path(root, "docs/metrics.md").read_text(encoding="utf-8")
     readme = pathlib.Path(root, "README.md").read_text(encoding="utf-8")
     dashboard = pathlib.Path(root, DASHBOARD).read_text(encoding="utf-8")
+    alerts = pathlib.Path(root, "deploy/prometheus/dmlserve-alerts.yml").read_text(encoding="utf-8")
+    assert 'up{job=~"dmlserve.*"}' in alerts, "the self-test's anchor rule moved"
     row = "| `dmlserve_queue_depth` | gauge | |"
     assert row in metrics, "the self-test's anchor row moved"
     drifts = [
@@ -81,6 +83,10 @@ def main():
          "          sum(rate(dmlserve_request_errors_total[5m])) > 0\n",
          ["deploy/prometheus/dmlserve-rules.yml:5:",
           "dmlserve_request_errors_total is not a metric"]),
+        ("a label Prometheus does not give its up series", DASHBOARD_CHECK,
+         "deploy/prometheus/dmlserve-alerts.yml",
+         alerts.replace('up{job=~"dmlserve.*"}', 'up{pod=~"dmlserve.*"}'),
+         ["up has no label 'pod'"]),
     ]
     empty = json.loads(dashboard)
     empty["panels"] = [{"title": "x", "targets": [{"query": "q"}]}]

@@ -11,11 +11,16 @@ Not a PromQL parser, a tokenizer that is enough for dashboard and alert expressi
 Checked: each metric name is a series the server exports (a family, or a histogram's or
 summary's _bucket/_sum/_count); matcher labels are the metric's (or le/quantile where the
 series has them, or the target labels instance and job); grouping labels are those of at least
-one metric in the expression (or the target labels).
+one metric in the expression (or the target labels). The series Prometheus itself records for
+each scrape target (up, scrape_duration_seconds, ...) are known too, with the target labels only.
 """
 
 import re
 
+from exported_metrics import TARGET_LABELS
+
+SCRAPE_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                 "scrape_samples_post_metric_relabeling", "scrape_series_added"}
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
             "group_left", "group_right", "inf", "nan", "atan2", "start", "end"}
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
@@ -62,6 +67,12 @@ def problems(expr, exported):
     found = []
     known_labels = set()
     for name, labels in selectors:
+        if name in SCRAPE_SERIES:
+            for label in sorted(labels - TARGET_LABELS):
+                found.append(f"{name} has no label {label!r} (Prometheus gives it "
+                             f"{sorted(TARGET_LABELS)})")
+            known_labels |= TARGET_LABELS
+            continue
         family = exported.family_of(name)
         if family is None:
             found.append(f"{name} is not a metric the server exports")
@@ -71,7 +82,8 @@ def problems(expr, exported):
         if family.sampled:
             for label in sorted(labels - allowed):
                 found.append(f"{name} has no label {label!r} (it has {sorted(allowed)})")
-    if selectors and all(exported.family_of(name) and exported.family_of(name).sampled
+    if selectors and all(name in SCRAPE_SERIES or (exported.family_of(name) and
+                                                   exported.family_of(name).sampled)
                          for name, _ in selectors):
         for label in sorted(grouping - known_labels):
             found.append(f"groups by {label!r}, a label of none of "

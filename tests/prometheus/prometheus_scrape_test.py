@@ -29,6 +29,8 @@ from dmlserve.v1 import dmlserve_pb2_grpc
 from server_process import ServerProcess, server_binary
 from tls_certificates import make_certificates, not_after
 
+ALERT_RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
+                           "prometheus", "dmlserve-alerts.yml")
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
                          "grafana", "dmlserve-dashboard.json")
 POLL_TIMEOUT_S = 60.0
@@ -48,7 +50,8 @@ def http_get(url, timeout=5.0):
 
 
 class PrometheusProcess:
-    """Prometheus with a throwaway config and TSDB, scraping one target."""
+    """Prometheus with a throwaway config and TSDB, scraping one target and evaluating
+    deploy/prometheus/dmlserve-alerts.yml."""
 
     def __init__(self, binary, target, workdir):
         self.log_path = os.path.join(workdir, "prometheus.log")
@@ -59,6 +62,7 @@ class PrometheusProcess:
                 "  scrape_interval: 1s\n"
                 "  scrape_timeout: 1s\n"
                 "  evaluation_interval: 1s\n"
+                f"rule_files: ['{ALERT_RULES}']\n"
                 "scrape_configs:\n"
                 "  - job_name: dmlserve\n"
                 "    static_configs:\n"
@@ -262,6 +266,28 @@ class PrometheusScrapeTest(unittest.TestCase):
                       .replace("$instance", ".*"))
             answer, body = self.prometheus.api("query", query=promql)
             self.assertEqual(answer.get("status"), "success", f"{promql}: {body}")
+
+    def test_4_alert_rules_evaluate_on_the_real_series(self):
+        # Every rule evaluates without error against what dmlserve exports.
+        deadline = time.monotonic() + POLL_TIMEOUT_S
+        while True:
+            answer, body = self.prometheus.api("rules")
+            rules = [rule for group in answer["data"]["groups"] for rule in group["rules"]]
+            evaluated = [rule for rule in rules if rule.get("health") != "unknown"]
+            if (rules and len(evaluated) == len(rules)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(len(rules), 7, body)
+        self.assertEqual([(rule["name"], rule.get("lastError", "")) for rule in rules
+                          if rule.get("health") != "ok"], [], body)
+        # The test's certificate is valid for 2 days: both expiry alerts are on their way
+        # (pending for their 10 minutes), and nothing else is.
+        answer, body = self.prometheus.api("alerts")
+        alerts = sorted((alert["labels"]["alertname"], alert["labels"]["severity"], alert["state"])
+                        for alert in answer["data"]["alerts"])
+        self.assertEqual(alerts, [("DmlserveTlsCertificateExpiresSoon", "critical", "pending"),
+                                  ("DmlserveTlsCertificateExpiresSoon", "warning", "pending")],
+                         body + self.diagnostics(body))
 
 
 if __name__ == "__main__":
