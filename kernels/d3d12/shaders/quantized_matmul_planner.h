@@ -12,6 +12,8 @@
 // is a single matrix, the group's A rows are stacked into one tall A and run
 // as ONE product, with per-row scale/zero-point arrays; a B with batch or
 // channel slices runs one dispatch per job, broadcasting by slice strides.
+// The buffers are made by quantized_matmul_operands.h, the dispatches by
+// quantized_matmul_dispatches.h.
 
 #include <cstdint>
 #include <vector>
