@@ -2,8 +2,6 @@
 
 #include <climits>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -120,12 +118,9 @@ namespace {
 
 // A PEM file's contents; NOT_FOUND or INVALID_ARGUMENT saying why not.
 absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError("cannot be read");
-  std::stringstream contents;
-  contents << file.rdbuf();
-  std::string pem = contents.str();
-  if (pem.find("-----BEGIN ") == std::string::npos) {
+  absl::StatusOr<std::string> pem = ReadTlsFile(path);
+  if (!pem.ok()) return pem.status();
+  if (pem->find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError("not a PEM file (no -----BEGIN line)");
   }
   return pem;

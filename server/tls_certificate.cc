@@ -78,7 +78,7 @@ absl::StatusOr<absl::Time> KeyPairExpiry(absl::string_view cert_pem, absl::strin
 
 absl::StatusOr<std::string> ReadTlsFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  if (!file) return absl::NotFoundError("cannot be read");
   std::ostringstream contents;
   contents << file.rdbuf();
   return contents.str();

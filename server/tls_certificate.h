@@ -25,7 +25,7 @@ absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem);
 // another's, INVALID_ARGUMENT when either does not parse).
 absl::StatusOr<absl::Time> KeyPairExpiry(absl::string_view cert_pem, absl::string_view key_pem);
 
-// The contents of a file (NOT_FOUND when it cannot be read).
+// The contents of a file (NOT_FOUND "cannot be read": the caller names it).
 absl::StatusOr<std::string> ReadTlsFile(const std::string& path);
 
 }  // namespace dmlserve

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>
+
+/* After windows.h, whose types it uses. */
 #include <tlhelp32.h>
 
 int main(int argc, char** argv) {
