@@ -141,6 +141,12 @@ class TlsTest(unittest.TestCase):
         replace("server.key", "renewed_server.key")
         self.assertEqual(expiry_gauge(server), not_after(self.path("renewed_server.pem")))
         self.check_calls_within_a_minute(server, after)
+        # A file that cannot be read at all: the last pair keeps serving.
+        os.remove(os.path.join(live, "server.pem"))
+        self.assertIsNone(expiry_gauge(server))
+        time.sleep(3)  # three reload intervals
+        with Client(server.grpc_address, timeout=60, credentials=after) as client:
+            self.check_calls(client)
 
     def test_a_certificate_without_its_key_is_refused(self):
         with self.assertRaises(ValueError):
