@@ -1,8 +1,8 @@
 // The scalar model of the AMX tile instructions against their definition
 // (Intel SDM), the faults it shares with the hardware, and how the tile
 // kernel is chosen and leaves the thread's tiles. The tile kernel's exactness
-// is in qgemm_kernels_test.cc (the model's table and, on AMX CPUs, the real
-// one, in every suite there).
+// is in qgemm_*_test.cc (the model's table and, on AMX CPUs, the real one, in
+// every suite there).
 
 #include "kernels/cpu/amx_tiles.h"
 

@@ -1,0 +1,46 @@
+#ifndef DMLSERVE_TESTS_KERNELS_QGEMM_TEST_UTIL_H_
+#define DMLSERVE_TESTS_KERNELS_QGEMM_TEST_UTIL_H_
+
+// What the int8 GEMM's tests (qgemm_*_test.cc) share: the tables of the
+// levels under test, the extra kernels they add (held in statics defined once
+// here), and random products to multiply.
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/core/data_type.h"
+#include "kernels/core/operation.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace dmlserve::testing {
+
+// The tables of the SIMD levels this CPU runs (every one but the first,
+// the portable level's).
+std::vector<const CpuKernels*> SimdTables();
+
+const CpuKernels& PortableTable();
+
+// Every table the CPU runs, and the amx level on the model of the tiles
+// (which runs anywhere): the tile path's blocking, edges and level choice
+// are tested on every machine, its instructions natively where the CPU has
+// them (the amx table among AvailableCpuKernels()).
+std::vector<const CpuKernels*> TablesUnderTest();
+
+struct Shape3 {
+  uint32_t m, k, n;
+};
+
+// A random product of the given shape and types; `per_axis` picks per-row A
+// and output quantization and per-column B quantization.
+QuantizedMatMulOperation RandomProduct(Shape3 s, DataType a_type, DataType b_type,
+                                       DataType output_type, bool per_axis, std::mt19937_64& rng);
+
+// A random product whose B' (B, or B - 128 for UINT8) lies in [-64, 63],
+// both ends included many times.
+QuantizedMatMulOperation SevenBitProduct(Shape3 s, DataType a_type, DataType b_type,
+                                         std::mt19937_64& rng);
+
+}  // namespace dmlserve::testing
+
+#endif  // DMLSERVE_TESTS_KERNELS_QGEMM_TEST_UTIL_H_
