@@ -195,9 +195,10 @@ if [[ $what == amx || $what == all ]]; then
       --isa=$isa --bench="$bin/dmlserve_bench" "${peers[@]}" --rounds="$(pick 2 1)" \
       --min_time="$(pick 0.3 0.05)"
     $only_exactness || focus_step 120
-    # Exactness on the real tile instructions: what kernels.isa.amx runs.
-    # The per-path suites only for the tile paths (every vector path ran them
-    # here already; all of them took over 90 s there).
+    # Exactness on the real tile instructions: what kernels.isa.amx runs, and
+    # beside it the per-kernel and per-path suites, only for the tile paths
+    # (every vector path ran them here already; all of them took over 90 s
+    # there).
     step exactness_$isa 120 env DMLSERVE_CPU_ISA=$isa DMLSERVE_CPU_THREADS=4 \
       "$bin/dmlserve_kernels_test" \
       --gtest_filter="RandomOperationsTest.*:ConformanceTest.*:QuantizedMatMul*:ScanKernels*:Amx*:QGemmUkernelTest.*:QGemmPackingTest.*:*/$isa:*/amx_prefetch*:*/amx_model*"
