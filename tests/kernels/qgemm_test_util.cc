@@ -16,6 +16,15 @@
 #include "kernels/cpu/qgemm_ukernel.h"
 
 namespace dmlserve::testing {
+
+Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng) {
+  Tensor tensor = Tensor::Allocate(type, sizes);
+  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
+    tensor.mutable_data()[i] = static_cast<uint8_t>(rng());
+  }
+  return tensor;
+}
+
 namespace {
 
 // `table` with its micro-kernel replaced by `kernel` (the level's few-rows
@@ -27,14 +36,6 @@ const CpuKernels* WithKernel(const CpuKernels& table, const QGemmUkernel* kernel
   auto* built = new CpuKernels(table);
   built->qgemm = copy;
   return built;
-}
-
-Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng) {
-  Tensor tensor = Tensor::Allocate(type, sizes);
-  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
-    tensor.mutable_data()[i] = static_cast<uint8_t>(rng());
-  }
-  return tensor;
 }
 
 Tensor Scales(Shape sizes, double typical, std::mt19937_64& rng) {

@@ -27,6 +27,9 @@ const CpuKernels& PortableTable();
 // them (the amx table among AvailableCpuKernels()).
 std::vector<const CpuKernels*> TablesUnderTest();
 
+// A tensor of `sizes` whose bytes are random.
+Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng);
+
 struct Shape3 {
   uint32_t m, k, n;
 };

@@ -11,22 +11,17 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/quantized_matmul_kernels.h"
+#include "tests/kernels/qgemm_test_util.h"
 #include "tests/reference/reference.h"
 
 namespace dmlserve {
 namespace {
 
+using ::dmlserve::testing::RandomBytes;
+
 Tensor Floats(Shape sizes, const std::vector<float>& values) {
   Tensor tensor = Tensor::Allocate(DataType::kFloat32, sizes);
   std::memcpy(tensor.mutable_data(), values.data(), values.size() * sizeof(float));
-  return tensor;
-}
-
-Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng) {
-  Tensor tensor = Tensor::Allocate(type, sizes);
-  for (uint64_t i = 0; i < tensor.element_count(); ++i) {
-    tensor.mutable_data()[i] = static_cast<uint8_t>(rng());
-  }
   return tensor;
 }
 
