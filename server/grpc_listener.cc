@@ -58,10 +58,11 @@ void ConfigureGrpc(const ServerConfig& config, grpc::ServerBuilder& builder) {
 // Plaintext, TLS, or TLS with client certificates required (ServerConfig).
 // With a reload interval, gRPC's file watcher reads the files again that
 // often on a thread of its own and hands new connections what it read; the
-// connections open keep their session. It swaps a certificate and its key
-// together only when both files changed before it looked (a Kubernetes
-// Secret's volume changes both at once; by hand, replace both within the
-// interval), and keeps what it had when a file cannot be read.
+// connections open keep their session. It takes whatever the files hold
+// when it looks, so a key replaced long before its certificate fails
+// handshakes until the certificate follows (a Kubernetes Secret's volume
+// changes both at once), and it keeps what it had when a file cannot be
+// read. The gauge of ReportTls shows which.
 std::shared_ptr<grpc::ServerCredentials> ListenerCredentials(const ServerConfig& config) {
   if (config.tls_cert_pem.empty()) return grpc::InsecureServerCredentials();
   const bool mutual = !config.tls_client_ca_pem.empty();

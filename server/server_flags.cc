@@ -230,9 +230,10 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   // gRPC's file watcher counts whole seconds.
   if (config.tls_reload_interval != absl::ZeroDuration() &&
       (config.tls_reload_interval < absl::Seconds(1) ||
-       config.tls_reload_interval > absl::Hours(24 * 365))) {
+       config.tls_reload_interval > absl::Hours(24 * 365) ||
+       config.tls_reload_interval % absl::Seconds(1) != absl::ZeroDuration())) {
     return FlagError("tls_reload_interval", absl::FormatDuration(config.tls_reload_interval),
-                     "must be 0 (read once) or from 1s to 8760h");
+                     "must be 0 (read once) or whole seconds from 1s to 8760h");
   }
 
   if (config.devices.cpu_devices < 1) {

@@ -2,6 +2,7 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -19,6 +20,17 @@
 namespace dmlserve {
 
 namespace {
+
+// OpenSSL records why a read failed in the thread's error queue; these
+// functions report their own errors, so the queue is left as they found it
+// (empty) for whatever SSL call the thread makes next.
+struct ClearOpenSslErrors {
+  ~ClearOpenSslErrors() { ERR_clear_error(); }
+};
+
+// Never asks for a passphrase (OpenSSL's default prompts on the terminal):
+// gRPC cannot use an encrypted key, so the read fails instead.
+int NoPassphrase(char*, int, int, void*) { return 0; }
 
 using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
 using Certificate = std::unique_ptr<X509, decltype(&X509_free)>;
@@ -55,20 +67,25 @@ absl::StatusOr<absl::Time> NotAfter(const X509& certificate) {
 }  // namespace
 
 absl::StatusOr<absl::Time> CertificateExpiry(absl::string_view pem) {
+  const ClearOpenSslErrors clear;
   absl::StatusOr<Certificate> certificate = FirstCertificate(pem);
   if (!certificate.ok()) return certificate.status();
   return NotAfter(**certificate);
 }
 
 absl::StatusOr<absl::Time> KeyPairExpiry(absl::string_view cert_pem, absl::string_view key_pem) {
+  const ClearOpenSslErrors clear;
   absl::StatusOr<Certificate> certificate = FirstCertificate(cert_pem);
   if (!certificate.ok()) return certificate.status();
   absl::StatusOr<Bio> bio = MemoryBio(key_pem);
   if (!bio.ok()) return bio.status();
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
-      PEM_read_bio_PrivateKey(bio->get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+      PEM_read_bio_PrivateKey(bio->get(), nullptr, NoPassphrase, nullptr), &EVP_PKEY_free);
   if (key == nullptr) {
-    return absl::InvalidArgumentError("no PEM private key in the key file");
+    return absl::InvalidArgumentError(
+        key_pem.find("ENCRYPTED") != absl::string_view::npos
+            ? "the private key is encrypted; gRPC needs it unencrypted (protect the file instead)"
+            : "no PEM private key in the key file");
   }
   if (X509_check_private_key(certificate->get(), key.get()) != 1) {
     return absl::FailedPreconditionError("the key file holds another certificate's private key");

@@ -3,7 +3,7 @@
 
 // The server's TLS certificate as an operator watches it: when the one in
 // --tls_cert_file expires. The listener reads the file again every
-// --tls_reload_interval (main.cc), so a renewed certificate serves without a
+// --tls_reload_interval (grpc_listener.cc), so a renewed certificate serves without a
 // restart; what this reads is what serves, within that interval. Exported as
 // dmlserve_tls_certificate_expiry_timestamp_seconds (docs/metrics.md), logged
 // at start-up.

@@ -64,9 +64,8 @@ const char* ExceptionName(DWORD code) {
   }
 }
 
-// Formats into a fixed buffer: the heap may be what broke.
-LONG WINAPI OnUnhandledException(EXCEPTION_POINTERS* exception) {
-  const EXCEPTION_RECORD& record = *exception->ExceptionRecord;
+// Formats into fixed buffers (the heap may be what broke) and logs the line.
+void Report(const EXCEPTION_RECORD& record, DWORD thread) {
   char access[64] = "";
   if ((record.ExceptionCode == EXCEPTION_ACCESS_VIOLATION ||
        record.ExceptionCode == EXCEPTION_IN_PAGE_ERROR) &&
@@ -101,8 +100,38 @@ LONG WINAPI OnUnhandledException(EXCEPTION_POINTERS* exception) {
   std::snprintf(line, sizeof(line), "fatal: unhandled exception 0x%08lX (%s%s) at %s in thread %lu",
                 static_cast<unsigned long>(record.ExceptionCode),
                 ExceptionName(record.ExceptionCode), access, where,
-                static_cast<unsigned long>(GetCurrentThreadId()));
+                static_cast<unsigned long>(thread));
   LogFatal(line);
+}
+
+struct FaultToReport {
+  const EXCEPTION_RECORD* record;
+  DWORD thread;
+};
+
+DWORD WINAPI ReportOnAStackOfItsOwn(LPVOID fault) {
+  const auto& to_report = *static_cast<const FaultToReport*>(fault);
+  Report(*to_report.record, to_report.thread);
+  return 0;
+}
+
+LONG WINAPI OnUnhandledException(EXCEPTION_POINTERS* exception) {
+  const EXCEPTION_RECORD& record = *exception->ExceptionRecord;
+  const DWORD thread = GetCurrentThreadId();
+  // After a stack overflow this thread has only a guard page's worth of
+  // stack left: the report runs on a thread of its own (given 10 s; a
+  // loader lock held by the fault would block its start).
+  HANDLE reporter = nullptr;
+  FaultToReport fault{&record, thread};
+  if (record.ExceptionCode == EXCEPTION_STACK_OVERFLOW) {
+    reporter = CreateThread(nullptr, 256 * 1024, ReportOnAStackOfItsOwn, &fault, 0, nullptr);
+  }
+  if (reporter != nullptr) {
+    WaitForSingleObject(reporter, 10000);
+    CloseHandle(reporter);
+  } else {
+    Report(record, thread);
+  }
   // The process ends here, with the exception code as its exit code: the
   // service manager sees a failure (and restarts the service), and no
   // dialog waits for a user that a server does not have.
@@ -125,6 +154,10 @@ void InstallFaultReport(const char* argv0) {
   // signal (raised again with the default action), as a service manager and
   // a core dump expect.
   options.call_previous_handler = false;
+  // Abseil ends a report that takes longer than this with SIGABRT: a
+  // symbolized stack on a loaded machine (or a sanitizer build) can take
+  // more than its default 3 s.
+  options.alarm_on_failure_secs = 20;
   absl::InstallFailureSignalHandler(options);
 }
 

@@ -16,15 +16,21 @@ namespace dmlserve {
 //    signal is raised again, so the process dies of it (exit status 128 +
 //    the signal). SIGTERM's handler is installed too, but a server that
 //    serves blocks SIGTERM in every thread (console_control.h), so a stop
-//    signal is still a stop.
+//    signal is still a stop. Not reported: a stack overflow on a thread other
+//    than the main one (Abseil's alternate signal stack is the main
+//    thread's), and a report that takes over 20 s ends with SIGABRT.
 //  - Windows: an exception no handler takes (an access violation, an
 //    illegal instruction: a kernel of an ISA the CPU lacks, ...), in any
 //    thread, logs one line, for example
 //      fatal: unhandled exception 0xC0000005 (access violation reading
 //      0x0000000000000010) at dmlserve.exe+0x1a2b3c in thread 1234
 //    (`addr2line -e` on an unstripped build of the same commit finds the
-//    offset's source line) and ends the process with the exception code as
-//    its exit code, without Windows Error Reporting's dialog.
+//    offset's source line; after a stack overflow the line is made on a
+//    thread of its own) and ends the process with the exception code as its
+//    exit code. Windows Error Reporting does not run: no dialog waits, and no
+//    LocalDumps dump is written (for a dump, run it under `procdump -e`).
+//    The line reaches the event log unless another thread holds the log for
+//    over half a second (then stderr only).
 //  - Both: std::terminate (an exception nothing caught) logs "fatal:
 //    terminate called" with the exception's what() when there is one, then
 //    aborts.

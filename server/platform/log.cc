@@ -1,8 +1,10 @@
 #include "server/platform/log.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,13 @@ namespace {
 std::timed_mutex& LogMutex() {
   static auto* mutex = new std::timed_mutex;
   return *mutex;
+}
+
+// The thread holding LogMutex (a default id when none): a thread that
+// faults inside Log, in a sink, must not wait for itself in LogFatal.
+std::atomic<std::thread::id>& LogOwner() {
+  static auto* owner = new std::atomic<std::thread::id>();
+  return *owner;
 }
 
 void WriteLine(absl::string_view message) {
@@ -34,13 +43,16 @@ std::vector<Sink>& Sinks() {
 
 void Log(LogSeverity severity, absl::string_view message) {
   std::lock_guard<std::timed_mutex> lock(LogMutex());
+  LogOwner().store(std::this_thread::get_id());
   WriteLine(message);
   for (Sink& sink : Sinks()) sink(severity, message);
+  LogOwner().store(std::thread::id());
 }
 
 void LogFatal(absl::string_view message) {
   std::unique_lock<std::timed_mutex> lock(LogMutex(), std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::milliseconds(500))) {
+  if (LogOwner().load() == std::this_thread::get_id() ||
+      !lock.try_lock_for(std::chrono::milliseconds(500))) {
     WriteLine(message);
     return;
   }

@@ -165,7 +165,12 @@ absl::Status UninstallService(absl::string_view name) {
   SERVICE_STATUS_PROCESS status{};
   if (absl::Status queried = Query(service.get(), name, status); !queried.ok()) return queried;
   if (status.dwCurrentState != SERVICE_STOPPED) {
-    if (absl::Status stopped = StopInstalledService(name); !stopped.ok()) return stopped;
+    // A service whose process is gone (StopInstalledService's
+    // FAILED_PRECONDITION) has nothing left to stop.
+    if (absl::Status stopped = StopInstalledService(name);
+        !stopped.ok() && !absl::IsFailedPrecondition(stopped)) {
+      return stopped;
+    }
   }
   if (!DeleteService(service.get())) return Win32Error(absl::StrCat("deleting service ", name));
   return UnregisterEventLogSource(name);

@@ -100,8 +100,11 @@ class TlsTest(unittest.TestCase):
 
         def replace(name, source=None, text=None):
             """Each file replaced whole, as a renewed Kubernetes Secret's volume does."""
+            if text is None:
+                with open(self.path(source)) as f:
+                    text = f.read()
             with open(os.path.join(live, name + ".new"), "w") as f:
-                f.write(text if text is not None else open(self.path(source)).read())
+                f.write(text)
             os.replace(os.path.join(live, name + ".new"), os.path.join(live, name))
 
         for name in ("server.pem", "server.key", "ca.pem"):
@@ -141,10 +144,14 @@ class TlsTest(unittest.TestCase):
         replace("server.key", "renewed_server.key")
         self.assertEqual(expiry_gauge(server), not_after(self.path("renewed_server.pem")))
         self.check_calls_within_a_minute(server, after)
-        # A file that cannot be read at all: the last pair keeps serving.
+        # A file that cannot be read at all: the last pair keeps serving, once gRPC's
+        # watcher has looked (it says so on stderr).
         os.remove(os.path.join(live, "server.pem"))
         self.assertIsNone(expiry_gauge(server))
-        time.sleep(3)  # three reload intervals
+        deadline = time.monotonic() + 60
+        while not any("server.pem" in line and "failed" in line for line in server.output):
+            self.assertLess(time.monotonic(), deadline, "gRPC never noticed the missing file")
+            time.sleep(0.2)
         with Client(server.grpc_address, timeout=60, credentials=after) as client:
             self.check_calls(client)
 

@@ -2,6 +2,8 @@
 // the signal, the time and the stack on stderr, then it dies of the signal,
 // so a service manager sees a failure and restarts it.
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <memory>
 #include <string>
@@ -24,6 +26,9 @@ class CrashReportTest : public ::testing::TestWithParam<int> {};
 // and a test cannot make the server fault on purpose.
 TEST_P(CrashReportTest, FaultSignalIsReportedAndTheProcessDiesOfIt) {
   const int signal = GetParam();
+  // No core file from the server this starts (it inherits the limit).
+  const rlimit no_core{0, 0};
+  ASSERT_EQ(setrlimit(RLIMIT_CORE, &no_core), 0);
   absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(ServerBinary());
   ASSERT_TRUE(server.ok()) << server.status();
   (*server)->Signal(signal);

@@ -60,7 +60,9 @@ bool MakeCertificates(Certificates& certs) {
       "-subj '/CN=other CA' 2>/dev/null; ", "openssl req ", key,
       " -keyout stranger.key -out stranger.csr -subj '/CN=stranger' ", "2>/dev/null; ",
       "openssl x509 -req -in stranger.csr -CA other_ca.pem -CAkey other_ca.key -CAcreateserial ",
-      "-days 2 -out stranger.pem 2>/dev/null");
+      "-days 2 -out stranger.pem 2>/dev/null; ",
+      // The server's key under a passphrase, which gRPC cannot use.
+      "openssl pkey -in server.key -aes256 -passout pass:secret -out encrypted.key 2>/dev/null");
   return std::system(script.c_str()) == 0;
 }
 
@@ -205,12 +207,18 @@ TEST_F(TlsTest, IncompleteOrUnreadableTlsFlagsStopTheStart) {
         "--tls_key_file=" + certs_.path("client.key")},
        "the key file holds another certificate's private key"},
       {{"--tls_cert_file=" + certs_.path("server.pem"),
+        "--tls_key_file=" + certs_.path("encrypted.key")},
+       "the private key is encrypted; gRPC needs it unencrypted"},
+      {{"--tls_cert_file=" + certs_.path("server.pem"),
         "--tls_key_file=" + certs_.path("server.key"),
         "--tls_client_ca_file=" + certs_.path("server.key")},
        "server.key: no PEM certificate (-----BEGIN CERTIFICATE-----) in it"},
       {{"--tls_cert_file=" + certs_.path("server.pem"),
         "--tls_key_file=" + certs_.path("server.key"), "--tls_reload_interval=500ms"},
-       "--tls_reload_interval=500ms: must be 0 (read once) or from 1s to 8760h"},
+       "--tls_reload_interval=500ms: must be 0 (read once) or whole seconds from 1s to 8760h"},
+      {{"--tls_cert_file=" + certs_.path("server.pem"),
+        "--tls_key_file=" + certs_.path("server.key"), "--tls_reload_interval=1500ms"},
+       "--tls_reload_interval=1.5s: must be 0 (read once) or whole seconds"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message);

@@ -348,7 +348,9 @@ def crash(installed):
     # actions). Wine's service manager does neither: the service reads
     # RUNNING with no process behind it, `service stop` says what happened,
     # and `service start` starts it again.
-    if state() == "RUNNING":
+    if state() == "RUNNING" and service_processes():
+        check(service("stop").returncode == 0, "the restarted service stops")
+    elif state() == "RUNNING":
         stopped = service("stop")
         check(stopped.returncode != 0 and "its process ended without telling the service manager"
               in stopped.stderr and "`service start` starts it again" in stopped.stderr,
