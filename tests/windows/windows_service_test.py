@@ -21,7 +21,7 @@ with the server's flags, `service start`. Then:
   crash       a fault in the running service (a thread that writes where
               nothing is mapped, started in it by a small Windows program):
               the reason is in the event log, the process ends, and the
-              service can be started again;
+              service can be started again, or uninstalled as it is;
   faults      a port already in use and a repository that does not load make
               `service start` fail with the reason (also in the event log);
               an install with a bad flag leaves nothing registered;
@@ -328,7 +328,8 @@ def lifecycle():
     return {"address": address, "grpc_port": grpc_port, "repo": repo, "flags": flags}
 
 
-def crash(installed):
+def start_and_fault():
+    """Starts the service and makes it fault (fault_in_process.c)."""
     started = service("start")
     check(started.returncode == 0 and state() == "RUNNING",
           f"the service starts again ({started.returncode}: {started.stderr.strip()[-300:]})")
@@ -339,6 +340,10 @@ def crash(installed):
     while service_processes() and time.time() < deadline:
         time.sleep(0.2)
     check(not service_processes(), "the faulted service process ended")
+
+
+def crash(installed):
+    start_and_fault()
     reports = [text for _, text in events("err") if "fatal: unhandled exception" in text]
     check(bool(reports) and re.search(
         r"fatal: unhandled exception 0xC0000005 \(access violation writing 0x0+10\) "
@@ -367,6 +372,15 @@ def crash(installed):
     stopped = service("stop")
     check(stopped.returncode == 0 and state() == "STOPPED",
           f"and `service stop` stops it ({stopped.returncode}: {stopped.stderr.strip()[-300:]})")
+    # Crashed again, it uninstalls as it is, and installs anew.
+    start_and_fault()
+    removed = service("uninstall")
+    check(removed.returncode == 0 and state() is None,
+          f"`service uninstall` removes the crashed service ({removed.returncode}: "
+          f"{removed.stderr.strip()[-300:]})")
+    reinstalled = service("install", f"--service_name={NAME}", *installed["flags"])
+    check(reinstalled.returncode == 0, f"and it installs again ({reinstalled.returncode}: "
+          f"{reinstalled.stderr.strip()[-300:]})")
 
 
 def faults(installed):
@@ -406,7 +420,7 @@ def faults(installed):
                   f"--tensor_repository={windows_path(installed['repo'])}")
     check(bad.returncode != 0 and "--listen" in bad.stderr,
           f"an install with a bad flag is refused, naming it: {bad.stderr.strip()[-200:]}")
-    bad_source = f"HKLM\\System\\CurrentControlSet\\Services\\EventLog\\Application\\dmlserve-bad"
+    bad_source = "HKLM\\System\\CurrentControlSet\\Services\\EventLog\\Application\\dmlserve-bad"
     check(state("dmlserve-bad") is None and registry_value(bad_source, "EventMessageFile") is None,
           "and leaves nothing registered")
     console = service("run")
