@@ -3,8 +3,9 @@
 //  1. YAML: each file parses (YAML 1.1, as kubectl reads it; duplicate keys
 //     are errors).
 //  2. Schemas: each Kubernetes object validates against the Kubernetes
-//     OpenAPI schema (kubernetes-models), each ServiceMonitor against the
-//     Prometheus Operator's CRD schema (@kubernetes-models/prometheus-operator);
+//     OpenAPI schema (kubernetes-models), each ServiceMonitor and
+//     PrometheusRule against the Prometheus Operator's CRD schemas
+//     (@kubernetes-models/prometheus-operator);
 //     KServe objects, which no package describes, get their embedded
 //     Kubernetes objects (containers, volumes, tolerations) validated.
 //  3. Fields: every object, written out as a TypeScript literal of its type,
@@ -14,7 +15,9 @@
 //  4. Consistency: server flags exist in server/server_flags.cc and their
 //     values parse; listen ports are declared container ports and the gRPC
 //     probes' port; selectors of Services, PodDisruptionBudgets and the
-//     ServiceMonitor match pods or Services of the set; the headless Service;
+//     ServiceMonitor match pods or Services of the set; the PrometheusRule
+//     holds exactly deploy/prometheus/dmlserve-alerts.yml's rules, with the
+//     ServiceMonitor's release label; the headless Service;
 //     the tensor repository's ConfigMap (manifest.json and its files, as the
 //     server's loader reads them); KServe's runtime, model formats (dmlserve's
 //     KServe models) and protocol.
@@ -585,6 +588,23 @@ for (const monitor of byKind('ServiceMonitor')) {
     }
   }
 }
+
+// PrometheusRule: exactly the rules of deploy/prometheus/dmlserve-alerts.yml
+// (written and unit-tested there; scripts/prometheus-rule.sh wraps them), for
+// the Prometheus that the ServiceMonitor feeds (the same `release` label).
+const alertsFile = 'deploy/prometheus/dmlserve-alerts.yml';
+for (const rule of byKind('PrometheusRule')) {
+  const alerts = YAML.parse(readSource(alertsFile), {version: '1.1', uniqueKeys: true});
+  check(require('util').isDeepStrictEqual((rule.obj.spec || {}).groups, alerts.groups), rule.where,
+    `spec.groups differ from ${alertsFile}'s groups: run scripts/prometheus-rule.sh`);
+  const release = (rule.obj.metadata.labels || {}).release;
+  for (const monitor of byKind('ServiceMonitor')) {
+    check(release === (monitor.obj.metadata.labels || {}).release, rule.where,
+      `label release=${release} differs from ${monitor.where}'s: one Prometheus selects both`);
+  }
+}
+check(byKind('PrometheusRule').length > 0 || byKind('ServiceMonitor').length === 0,
+  manifestDir, `a ServiceMonitor without the PrometheusRule of ${alertsFile}`);
 
 // KServe.
 for (const runtime of byKind('ServingRuntime')) {
