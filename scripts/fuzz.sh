@@ -12,7 +12,8 @@ set -euo pipefail
 seconds=${1:?usage: scripts/fuzz.sh SECONDS}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DMLSERVE_FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets=(execute_request_fuzzer execute_stream_fuzzer cli_request_json_fuzzer dxbc_fuzzer)
+targets=(execute_request_fuzzer execute_stream_fuzzer cli_request_json_fuzzer dxbc_fuzzer
+  kernel_exactness_fuzzer)
 
 # clang alone is not enough: on Debian 12 the libFuzzer and sanitizer runtimes
 # are in libclang-rt-14-dev (libclang-rt-dev), which clang's dependencies only
@@ -57,10 +58,18 @@ crashes=0
 run_target() {
   local target=$1
   local corpus="$build/corpus/$target"
-  mkdir -p "$corpus"
+  mkdir -p "$corpus" "$seeds/${target%_fuzzer}"
+  # kernel_exactness_fuzzer reads a whole operation from each input: inputs
+  # as long as its seeds from the start, and 4 pool threads (as
+  # dmlserve_kernels_test) so products are split as on a larger machine.
+  local extra=() environment=()
+  if [[ $target == kernel_exactness_fuzzer ]]; then
+    extra=(-max_len=128 -len_control=0)
+    environment=(DMLSERVE_CPU_THREADS=4)
+  fi
   # -timeout: an input running 10 s is a hang, reported as a crash.
-  "$build/tests/fuzz/$target" "$corpus" "$seeds/${target%_fuzzer}" -max_total_time="$seconds" \
-    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+  env "${environment[@]}" "$build/tests/fuzz/$target" "$corpus" "$seeds/${target%_fuzzer}" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "${extra[@]}" \
     -artifact_prefix="$build/crashes/$target-" >"$build/$target.log" 2>&1
 }
 report() {

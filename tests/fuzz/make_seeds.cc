@@ -3,14 +3,18 @@
 // cli_request_json_fuzzer) and as one stream of its requests (for
 // execute_stream_fuzzer, whose record format that fuzzer describes; some
 // streams also carry an item that is not a message, or cancel part way);
-// and every D3D12 kernel variant as a DXBC container and as bare program
-// tokens (for dxbc_fuzzer).
+// every D3D12 kernel variant as a DXBC container and as bare program
+// tokens (for dxbc_fuzzer); and inputs of random bytes for
+// kernel_exactness_fuzzer, which reads its operation's shape, types and
+// kernel path from them (short inputs read as the smallest of everything:
+// these start it from shapes spread over its whole range).
 //
 //   make_fuzz_seeds CONFORMANCE_DIR OUT_DIR
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -55,6 +59,19 @@ int WriteKernelSeeds(const std::filesystem::path& dir) {
   return written;
 }
 
+// Random inputs long enough that every choice kernel_exactness_fuzzer makes
+// comes from them; the count written.
+int WriteExactnessSeeds(const std::filesystem::path& dir) {
+  constexpr int kSeeds = 256;
+  std::mt19937_64 rng(20261129);
+  for (int i = 0; i < kSeeds; ++i) {
+    std::string bytes(64, '\0');
+    for (char& byte : bytes) byte = static_cast<char>(rng());
+    WriteFile(dir / ("random_" + std::to_string(i)), bytes);
+  }
+  return kSeeds;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +85,7 @@ int main(int argc, char** argv) {
   fs::create_directories(out / "cli_request_json");
   fs::create_directories(out / "execute_stream");
   fs::create_directories(out / "dxbc");
+  fs::create_directories(out / "kernel_exactness");
   int written = 0;
   int file_index = 0;
   for (const auto& entry : fs::directory_iterator(argv[1])) {
@@ -107,7 +125,8 @@ int main(int argc, char** argv) {
     WriteFile(out / "execute_stream" / entry.path().stem(), stream);
   }
   const int kernels = WriteKernelSeeds(out / "dxbc");
+  const int exactness = WriteExactnessSeeds(out / "kernel_exactness");
   std::cout << "make_fuzz_seeds: " << written << " requests, " << file_index << " streams, "
-            << kernels << " kernels\n";
+            << kernels << " kernels, " << exactness << " random operations\n";
   return written > 0 && kernels > 0 ? 0 : 1;
 }

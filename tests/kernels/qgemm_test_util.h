@@ -1,9 +1,8 @@
 #ifndef DMLSERVE_TESTS_KERNELS_QGEMM_TEST_UTIL_H_
 #define DMLSERVE_TESTS_KERNELS_QGEMM_TEST_UTIL_H_
 
-// What the int8 GEMM's tests (qgemm_*_test.cc) share: the tables of the
-// levels under test, the extra kernels they add (held in statics defined once
-// here), and random products to multiply.
+// What the int8 GEMM's tests (qgemm_*_test.cc) share besides the tables of
+// qgemm_tables.h (included here): random products to multiply.
 
 #include <cstdint>
 #include <random>
@@ -11,21 +10,9 @@
 
 #include "kernels/core/data_type.h"
 #include "kernels/core/operation.h"
-#include "kernels/cpu/cpu_kernels.h"
+#include "tests/kernels/qgemm_tables.h"
 
 namespace dmlserve::testing {
-
-// The tables of the SIMD levels this CPU runs (every one but the first,
-// the portable level's).
-std::vector<const CpuKernels*> SimdTables();
-
-const CpuKernels& PortableTable();
-
-// Every table the CPU runs, and the amx level on the model of the tiles
-// (which runs anywhere): the tile path's blocking, edges and level choice
-// are tested on every machine, its instructions natively where the CPU has
-// them (the amx table among AvailableCpuKernels()).
-std::vector<const CpuKernels*> TablesUnderTest();
 
 // A tensor of `sizes` whose bytes are random.
 Tensor RandomBytes(DataType type, Shape sizes, std::mt19937_64& rng);
