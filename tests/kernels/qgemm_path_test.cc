@@ -29,6 +29,7 @@
 namespace dmlserve {
 namespace {
 
+using ::dmlserve::testing::ComputeWithTable;
 using ::dmlserve::testing::RandomProduct;
 using ::dmlserve::testing::SevenBitProduct;
 using ::dmlserve::testing::Shape3;
@@ -36,17 +37,9 @@ using ::dmlserve::testing::TablesUnderTest;
 
 class QGemmPathTest : public ::testing::TestWithParam<const CpuKernels*> {
  protected:
-  // Runs `op` on this test's micro-kernel, B registered (packed whole, via a
-  // cache) or not (packed per task when few rows, see qgemm_driver.h).
+  // Runs `op` on this test's micro-kernel, B registered or not.
   Tensor Compute(const QuantizedMatMulOperation& op, bool registered) {
-    QuantizedMatMulOperation copy = op;
-    PackedBCache cache(uint64_t{1} << 30);
-    if (registered) copy.b.set_registered_id("weights");
-    Tensor output = Tensor::Allocate(copy.output_data_type, copy.output_sizes);
-    const QuantizedMatMulOperation* ops[] = {&copy};
-    Tensor* outputs[] = {&output};
-    ComputeQuantizedMatMuls(ops, outputs, registered ? &cache : nullptr, GetParam());
-    return output;
+    return ComputeWithTable(op, *GetParam(), registered);
   }
 
   // Compute, checked bit for bit against the reference.

@@ -1,10 +1,13 @@
 #include "tests/kernels/qgemm_tables.h"
 
+#include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/packed_b.h"
 #include "kernels/cpu/qgemm_ukernel.h"
+#include "kernels/cpu/quantized_matmul_kernels.h"
 
 namespace dmlserve::testing {
 
@@ -94,6 +97,18 @@ std::vector<const CpuKernels*> TablesUnderTest() {
       WithKernel(AmxModelCpuKernels(), model_streamed_kernel);
   tables.push_back(model_streamed);
   return tables;
+}
+
+Tensor ComputeWithTable(const QuantizedMatMulOperation& op, const CpuKernels& table,
+                        bool registered) {
+  QuantizedMatMulOperation copy = op;
+  PackedBCache cache(uint64_t{1} << 30);
+  if (registered) copy.b.set_registered_id("weights");
+  Tensor output = Tensor::Allocate(copy.output_data_type, copy.output_sizes);
+  const QuantizedMatMulOperation* ops[] = {&copy};
+  Tensor* outputs[] = {&output};
+  ComputeQuantizedMatMuls(ops, outputs, registered ? &cache : nullptr, &table);
+  return output;
 }
 
 }  // namespace dmlserve::testing

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "kernels/core/operation.h"
+#include "kernels/core/tensor.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace dmlserve::testing {
@@ -24,6 +26,12 @@ const CpuKernels& PortableTable();
 // are tested on every machine, its instructions natively where the CPU has
 // them (the amx table among AvailableCpuKernels()).
 std::vector<const CpuKernels*> TablesUnderTest();
+
+// `op` computed with `table`'s kernels, B registered (packed whole once,
+// through a cache of its own) or sent with the request (packed per call, or
+// per task where the driver streams it).
+Tensor ComputeWithTable(const QuantizedMatMulOperation& op, const CpuKernels& table,
+                        bool registered);
 
 }  // namespace dmlserve::testing
 
