@@ -4,7 +4,7 @@
 // execute_stream_fuzzer, whose record format that fuzzer describes; some
 // streams also carry an item that is not a message, or cancel part way);
 // every D3D12 kernel variant as a DXBC container and as bare program
-// tokens (for dxbc_fuzzer); and inputs of random bytes for
+// tokens (for dxbc_fuzzer); and KernelCaseSeed's random inputs for
 // kernel_exactness_fuzzer, which reads its operation's shape, types and
 // kernel path from them (short inputs read as the smallest of everything:
 // these start it from shapes spread over its whole range).
@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <sstream>
 #include <string>
 
@@ -22,6 +21,7 @@
 #include "kernels/d3d12/shaders/kernel_abi.h"
 #include "kernels/d3d12/shaders/kernel_registry.h"
 #include "kernels/dxbc/container.h"
+#include "tests/kernels/kernel_case.h"
 
 namespace {
 
@@ -59,15 +59,12 @@ int WriteKernelSeeds(const std::filesystem::path& dir) {
   return written;
 }
 
-// Random inputs long enough that every choice kernel_exactness_fuzzer makes
-// comes from them; the count written.
+// kernel_exactness_fuzzer's seeds, the cases KernelCaseTest runs; the count
+// written.
 int WriteExactnessSeeds(const std::filesystem::path& dir) {
   constexpr int kSeeds = 256;
-  std::mt19937_64 rng(20261129);
   for (int i = 0; i < kSeeds; ++i) {
-    std::string bytes(64, '\0');
-    for (char& byte : bytes) byte = static_cast<char>(rng());
-    WriteFile(dir / ("random_" + std::to_string(i)), bytes);
+    WriteFile(dir / ("random_" + std::to_string(i)), dmlserve::testing::KernelCaseSeed(i));
   }
   return kSeeds;
 }
