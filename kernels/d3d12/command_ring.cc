@@ -182,6 +182,16 @@ absl::Status CommandRing::WaitIdle(uint32_t timeout_ms) {
   return event.Wait(fence_.get(), last, timeout_ms);
 }
 
+bool CommandRing::Idle() const {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lock(submit_mutex_);
+    last = last_signalled_;
+  }
+  // kLostFenceValue (a removed device) is above every value.
+  return fence_->GetCompletedValue() >= last;
+}
+
 uint64_t CommandRing::submissions() const {
   std::lock_guard<std::mutex> lock(submit_mutex_);
   return last_signalled_;

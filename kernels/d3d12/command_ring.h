@@ -110,6 +110,9 @@ class CommandRing {
   // Blocks until everything submitted so far has completed (or `timeout_ms`
   // passed): before the resources it uses are destroyed.
   absl::Status WaitIdle(uint32_t timeout_ms);
+  // Without blocking: whether everything submitted so far has completed, or
+  // the fence reports the device removed (nothing runs on it any more).
+  bool Idle() const;
 
   int context_count() const { return static_cast<int>(contexts_.size()); }
   uint64_t submissions() const;

@@ -8,6 +8,7 @@
 #include "kernels/d3d12/gpu_buffer_pool.h"
 #include "kernels/d3d12/pipeline_cache.h"
 #include "kernels/d3d12/plan_executor.h"
+#include "kernels/d3d12/release_when_idle.h"
 #include "kernels/d3d12/resident_tensors.h"
 #include "kernels/d3d12/root_signature.h"
 #include "kernels/d3d12/upload_ring.h"
@@ -34,6 +35,15 @@ struct DeviceRuntime::Parts {
   uint64_t creations_at_start = 0;
   uint32_t batch_timeout_ms = 0;
   std::unique_ptr<PlanExecutor> executor;
+
+  ~Parts() {
+    executor.reset();
+    residents.reset();
+    if (pool != nullptr) {
+      pool->Release(std::move(unbound_srv));
+      pool->Release(std::move(unbound_uav));
+    }
+  }
 };
 
 absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
@@ -98,17 +108,17 @@ DeviceRuntime::DeviceRuntime(std::unique_ptr<Parts> parts) : parts_(std::move(pa
 DeviceRuntime::~DeviceRuntime() {
   // Normally idle already (every batch waits for its fence), but a batch
   // that failed after submitting may have left work that still uses the
-  // buffers about to be destroyed. A lost device gets only a short wait.
+  // buffers about to be destroyed. A lost device gets only a short wait; if
+  // its queue is still busy then (a batch past the hung-device timeout),
+  // everything waits for it on the release thread (release_when_idle.h).
   constexpr uint32_t kLostDeviceWaitMs = 1000;
-  parts_->commands
-      ->WaitIdle(parts_->health->status().ok()
-                     ? parts_->batch_timeout_ms
-                     : std::min(parts_->batch_timeout_ms, kLostDeviceWaitMs))
-      .IgnoreError();  // nothing better to do in a destructor
-  parts_->executor.reset();
-  parts_->residents.reset();
-  parts_->pool->Release(std::move(parts_->unbound_srv));
-  parts_->pool->Release(std::move(parts_->unbound_uav));
+  const uint32_t wait_ms = parts_->health->status().ok()
+                               ? parts_->batch_timeout_ms
+                               : std::min(parts_->batch_timeout_ms, kLostDeviceWaitMs);
+  if (parts_->commands->WaitIdle(wait_ms).ok()) return;  // parts_ goes now
+  const CommandRing* commands = parts_->commands.get();
+  ReleaseWhenIdle(std::shared_ptr<Parts>(std::move(parts_)),
+                  [commands] { return commands->Idle(); });
 }
 
 absl::StatusOr<ReadBackBuffers> DeviceRuntime::Run(const DispatchPlan& plan) {

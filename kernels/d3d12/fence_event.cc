@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/d3d12/hresult.h"
@@ -16,10 +17,26 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 namespace {
 
 // An auto-reset event: a wait consumes the signal.
+//
+// vkd3d keeps each SetEventOnCompletion registration until the fence reaches
+// its value, however long that takes, and then signals the event from its
+// fence thread (or at once, inside the call, when the value is reached
+// already); it keeps one registration per (value, event) pair and signals it
+// once. A wait that timed out (a hung device) therefore leaves a registration
+// behind that may still fire after the FenceEvent is gone. So the event keeps
+// the values registered and not yet signalled, and whichever comes last, the
+// FenceEvent's destructor or the last of those signals, frees it. One whose
+// fence never arrives (or is destroyed first) stays allocated: a few bytes,
+// never a write into freed memory.
 struct HostEvent {
   std::mutex mutex;
   std::condition_variable signalled_cv;
   bool signalled = false;
+  // Registered values not yet signalled. A FenceEvent registers values that
+  // never decrease, and a fence reaches them in order, so each signal
+  // answers the smallest.
+  std::set<uint64_t> pending;
+  bool owner_gone = false;  // the FenceEvent was destroyed
 };
 
 // True if signalled within `timeout`.
@@ -32,15 +49,36 @@ bool WaitHostEvent(HostEvent* event, std::chrono::milliseconds timeout) {
   return true;
 }
 
+// SetEventOnCompletion, once per value (as vkd3d keeps them). Not under the
+// event's lock: vkd3d may signal the event inside the call.
+HRESULT RegisterHostEvent(ID3D12Fence* fence, uint64_t value, HostEvent* event) {
+  {
+    std::lock_guard<std::mutex> lock(event->mutex);
+    if (!event->pending.insert(value).second) return S_OK;  // registered already
+  }
+  HRESULT hr = fence->SetEventOnCompletion(value, event);
+  if (FAILED(hr)) {
+    std::lock_guard<std::mutex> lock(event->mutex);
+    event->pending.erase(value);
+  }
+  return hr;
+}
+
 }  // namespace
 
 HRESULT SignalFenceEvent(HANDLE handle) {
   auto* event = static_cast<HostEvent*>(handle);
+  bool last = false;
   {
     std::lock_guard<std::mutex> lock(event->mutex);
     event->signalled = true;
+    if (!event->pending.empty()) event->pending.erase(event->pending.begin());
+    last = event->owner_gone && event->pending.empty();
+    // Notified under the lock: once it is released, the owner's destructor
+    // may free the event.
+    event->signalled_cv.notify_all();
   }
-  event->signalled_cv.notify_all();
+  if (last) delete event;
   return S_OK;
 }
 #endif
@@ -59,7 +97,14 @@ FenceEvent::~FenceEvent() {
 #ifdef _WIN32
   CloseHandle(handle_);
 #else
-  delete static_cast<HostEvent*>(handle_);
+  auto* event = static_cast<HostEvent*>(handle_);
+  bool pending;
+  {
+    std::lock_guard<std::mutex> lock(event->mutex);
+    event->owner_gone = true;
+    pending = !event->pending.empty();
+  }
+  if (!pending) delete event;  // otherwise the last signal frees it
 #endif
 }
 
@@ -79,7 +124,11 @@ absl::Status FenceEvent::Wait(ID3D12Fence* fence, uint64_t value, uint32_t timeo
                                                       "); the device is hung"));
     }
     if (handle_ == nullptr) return absl::UnavailableError("no event to wait on the fence");
+#ifdef _WIN32
     HRESULT hr = fence->SetEventOnCompletion(value, handle_);
+#else
+    HRESULT hr = RegisterHostEvent(fence, value, static_cast<HostEvent*>(handle_));
+#endif
     if (FAILED(hr)) return HResultError(hr, "ID3D12Fence::SetEventOnCompletion");
     // A signal left over from an earlier registration only costs one more
     // turn of the loop. Waiting in slices and polling the fence again means a

@@ -15,6 +15,7 @@ set(DMLSERVE_D3D12_RUNTIME_SOURCES
   kernel_library.cc
   pipeline_cache.cc
   plan_executor.cc
+  release_when_idle.cc
   resident_tensors.cc
   ring_allocator.cc
   root_signature.cc

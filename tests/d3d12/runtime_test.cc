@@ -2,6 +2,7 @@
 // real vkd3d + lavapipe, driven by the test kernels.
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -12,6 +13,8 @@
 #include "kernels/d3d12/adapter_enumeration.h"
 #include "kernels/d3d12/device_runtime.h"
 #include "kernels/d3d12/fault_injection.h"
+#include "kernels/d3d12/fence_event.h"
+#include "kernels/d3d12/release_when_idle.h"
 #include "tests/d3d12/runtime_test_util.h"
 #include "tests/d3d12/test_kernels.h"
 
@@ -531,6 +534,79 @@ TEST_F(RuntimeTest, FaultInjectionRemovesTheDeviceAfterNBatches) {
   absl::StatusOr<ReadBackBuffers> later = runtime->Run(AddPlan(a, b, 0));
   EXPECT_TRUE(absl::IsUnavailable(later.status())) << later.status();
   EXPECT_EQ(runtime->stats().submissions, 2u);
+}
+
+// A wait that timed out leaves its registration with the fence, which may
+// fire after the FenceEvent is gone: that must not touch freed memory (the
+// ASan build of this suite would report it; here the signal must at least
+// not crash), and a new event must still work.
+TEST_F(RuntimeTest, AFenceEventMayGoWhileTheFenceStillHoldsItsWait) {
+  ComPtr<ID3D12Fence> fence;
+  ASSERT_TRUE(SUCCEEDED(
+      (*device_)->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), fence.put_void())));
+  // The queue's signals reach fence events (vkd3d signals them from its
+  // fence thread; a signal from the CPU does not).
+  D3D12_COMMAND_QUEUE_DESC desc{};
+  desc.Type = D3D12_COMMAND_LIST_TYPE_COMPUTE;
+  ComPtr<ID3D12CommandQueue> queue;
+  ASSERT_TRUE(SUCCEEDED(
+      (*device_)->CreateCommandQueue(&desc, __uuidof(ID3D12CommandQueue), queue.put_void())));
+  {
+    FenceEvent event;
+    // Long enough to register with the fence (a wait under 1 ms gives up
+    // before it does), short enough to time out.
+    absl::Status waited = event.Wait(fence.get(), 1, 20);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(waited)) << waited;
+  }
+  ASSERT_TRUE(SUCCEEDED(queue->Signal(fence.get(), 1)));  // fires the abandoned registration
+  FenceEvent later;
+  EXPECT_TRUE(later.Wait(fence.get(), 1, 10000).ok());
+  ASSERT_TRUE(SUCCEEDED(queue->Signal(fence.get(), 2)));
+  EXPECT_TRUE(later.Wait(fence.get(), 2, 10000).ok());
+}
+
+// A batch still running past the hung-device timeout: the device is lost,
+// but the GPU computes on (lavapipe has no watchdog to stop it), so what the
+// batch uses must outlive the runtime until its queue is idle, then be freed.
+// Freeing it at once let lavapipe write into freed memory (a segfault, seen
+// when a 4096^3 product outlasted the 60 s timeout on a loaded machine).
+TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsIdle) {
+  ASSERT_EQ(HeldUntilQueuesIdle(), 0);
+  RuntimeOptions options;
+  options.batch_timeout_ms = 1;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  // Seconds of lavapipe work in one batch: each pass depends on the last.
+  constexpr uint32_t kWords = uint32_t{1} << 21;
+  constexpr int kPasses = 512;
+  std::vector<uint32_t> a = RandomWords(kWords, 21);
+  DispatchPlan plan;
+  plan.buffers = {UploadBuffer(a), DeviceBuffer(BufferKind::kOutput, kWords)};
+  for (int pass = 0; pass < kPasses; ++pass) {
+    plan.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
+  }
+  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_TRUE(absl::IsUnavailable(outputs.status())) << outputs.status();
+  EXPECT_THAT(outputs.status().message(), HasSubstr("the device is hung"));
+  EXPECT_FALSE(runtime->health().ok());
+  runtime.reset();
+  // Still computing after the destructor's short wait for a lost device (on
+  // 2 cores, by seconds; a much faster lavapipe may have finished).
+  EXPECT_LE(HeldUntilQueuesIdle(), 1);
+  // Freed once lavapipe has finished the batch, by the release thread.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (HeldUntilQueuesIdle() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(HeldUntilQueuesIdle(), 0);
+  // The device itself still serves a new runtime.
+  auto fresh = MakeRuntime();
+  ASSERT_NE(fresh, nullptr);
+  std::vector<uint32_t> b = RandomWords(100, 22);
+  absl::StatusOr<ReadBackBuffers> sum = fresh->Run(AddPlan(b, b, 1));
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(Words((*sum)[2]->view()), AddReference(b, b, 1));
 }
 
 TEST_F(RuntimeTest, FaultInjectionFromTheEnvironment) {
