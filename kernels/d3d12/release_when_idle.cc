@@ -15,8 +15,6 @@ namespace {
 // the work.
 constexpr std::chrono::milliseconds kPollInterval{20};
 
-// Destroyed in member order reversed: `idle` (which may read what `held`
-// owns) goes before `held`.
 struct Holding {
   std::shared_ptr<void> held;
   std::function<bool()> idle;
@@ -61,14 +59,16 @@ class ReleaseThread {
       // Asked and destroyed outside the lock: a device's teardown takes a
       // while, and Add must not wait for it.
       int released = 0;
-      for (auto it = busy.begin(); it != busy.end();) {
-        if (it->idle()) {
-          it = busy.erase(it);  // its callback, then what it held
+      std::vector<Holding> still_busy;
+      for (Holding& holding : busy) {
+        if (holding.idle()) {
+          holding = {};  // destroys what it held
           ++released;
         } else {
-          ++it;
+          still_busy.push_back(std::move(holding));
         }
       }
+      busy = std::move(still_busy);
       if (released > 0) {
         std::lock_guard<std::mutex> lock(mutex_);
         held_ -= released;
