@@ -104,6 +104,12 @@ class WineSession:
                   "\n  ".join(lines[-10:] or ["(nothing)"]), flush=True)
 
     def close(self):
+        if self.lost():
+            # What ran on a wineserver that is gone waits for it for ever (the
+            # service, the keeper): none of it can end by itself, and a next
+            # attempt in the same prefix would count it as its own.
+            for pid in prefix_processes(self.prefix, "."):
+                subprocess.run(["kill", "-9", pid], stderr=subprocess.DEVNULL)
         self.keeper.stdin.close()
         try:
             self.keeper.wait(timeout=60)
