@@ -20,6 +20,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# As scripts/build.sh: ccache sees paths relative to the checkout, so a fresh
+# clone elsewhere (a CI machine's new folder) hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 out=${1:?usage: scripts/build-windows.sh OUT_DIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -18,6 +18,12 @@ set -euo pipefail
 mode=${1:?usage: scripts/sanitize.sh address|thread [ctest arguments]}
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
+# As scripts/build.sh: paths relative to the checkout for ccache, so that a
+# clone in another folder reuses the entries. These builds have line tables
+# (-g1), for which ccache would also hash the build folder's path: it is left
+# out, so a report's file names may start with the folder of the clone that
+# filled the cache (the file and line are right).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 case "$mode" in
   address)

@@ -13,10 +13,11 @@
 #
 # The prefix is cached in ${XDG_CACHE_HOME:-~/.cache}/dmlserve/windows-deps/prefix,
 # keyed by the source package versions and by the hash of this script, the
-# toolchain file and the patches (prefix/.key): a warm machine rebuilds
-# nothing, a cold one builds it once (docs/windows.md gives both times), a
-# changed key rebuilds it (ccache keeps that short). The source archives are
-# cached beside it, so a warm machine downloads nothing either.
+# CMake files beside it (the toolchain, gRPC's unity build) and the patches
+# (prefix/.key): a warm machine rebuilds nothing, a cold one builds it once
+# (docs/windows.md gives both times), a changed key rebuilds it (ccache keeps
+# that short). The source archives are cached beside it, so a warm machine
+# downloads nothing either.
 #
 # The small fixes Debian's sources need for mingw-w64 are in
 # scripts/windows/patches/, each with a one-line reason.
@@ -80,7 +81,7 @@ ensure_deb_src
 for pkg in "${packages[@]}"; do
   versions+=("$pkg=$(resolve_source "$pkg")")
 done
-key=$( { printf '%s\n' "${versions[@]}"; cat "$0" "$toolchain" "$patches"/*; } |
+key=$( { printf '%s\n' "${versions[@]}"; cat "$0" "$here"/windows/*.cmake "$patches"/*; } |
        sha256sum | cut -c1-16)
 # One prefix path whatever the key (the key is recorded inside it): compiler
 # command lines stay the same across keys, so ccache serves a rebuild.
@@ -181,7 +182,9 @@ build_grpc() {
     -DgRPC_SSL_PROVIDER=package -DgRPC_PROTOBUF_PROVIDER=package \
     -DgRPC_PROTOBUF_PACKAGE_TYPE=CONFIG -DgRPC_ABSL_PROVIDER=package \
     -DgRPC_BENCHMARK_PROVIDER=none -DOPENSSL_USE_STATIC_LIBS=ON -DOPENSSL_ROOT_DIR="$prefix" \
-    -DLIB_EAY="$prefix/lib/libcrypto.a" -DSSL_EAY="$prefix/lib/libssl.a"
+    -DLIB_EAY="$prefix/lib/libcrypto.a" -DSSL_EAY="$prefix/lib/libssl.a" \
+    -DCMAKE_PROJECT_INCLUDE="$here/windows/grpc-unity.cmake"
+  # A unity build (grpc-unity.cmake says why, and which files stay apart).
   # The secure libraries and server reflection only. grpc_unsecure and
   # grpc++_unsecure are a second build of gRPC's core (about 40% of gRPC's
   # build time) that dmlserve never links: their install rules get empty

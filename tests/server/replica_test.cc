@@ -40,10 +40,14 @@ using ::testing::HasSubstr;
 
 constexpr int kReplicas = 3;
 
+// The replicas' tensor repository: one folder per test process.
+std::filesystem::path RepositoryDirectory() {
+  return std::filesystem::path(::testing::TempDir()) / absl::StrCat("dmlserve-replicas-", getpid());
+}
+
 // Writes a repository holding `weights`'s B as "repository-b" (raw UINT8).
 std::filesystem::path WriteRepository(const QuantizedMatMulCase& weights) {
-  const std::filesystem::path directory =
-      std::filesystem::path(::testing::TempDir()) / absl::StrCat("dmlserve-replicas-", getpid());
+  const std::filesystem::path directory = RepositoryDirectory();
   std::filesystem::create_directories(directory);
   std::ofstream(directory / "b.bin", std::ios::binary) << MatMulB(weights).data();
   std::ofstream(directory / "manifest.json") << absl::StrCat(
@@ -83,6 +87,8 @@ absl::StatusOr<int> FreePortOnEvery(const std::vector<std::string>& hosts) {
 
 class ReplicaTest : public ::testing::Test {
  protected:
+  static void TearDownTestSuite() { std::filesystem::remove_all(RepositoryDirectory()); }
+
   void SetUp() override {
     absl::BitGen bitgen;
     repository_weights_ = RandomWeights(bitgen, 24, 8);

@@ -52,6 +52,8 @@ std::string Bytes(const std::vector<T>& values) {
 
 class TensorRepositoryTest : public ServerTest {
  protected:
+  static void TearDownTestSuite() { std::filesystem::remove_all(Directory()); }
+
   static std::filesystem::path Directory() {
     static const std::filesystem::path directory = [] {
       std::filesystem::path path = std::filesystem::path(::testing::TempDir()) /

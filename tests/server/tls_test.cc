@@ -7,6 +7,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -69,6 +70,8 @@ bool MakeCertificates(Certificates& certs) {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { ASSERT_TRUE(MakeCertificates(certs_)) << "openssl failed"; }
+  // The keys are test keys, but a suite leaves nothing behind in /tmp.
+  static void TearDownTestSuite() { std::filesystem::remove_all(certs_.dir); }
 
   void StartServer(bool mutual) {
     std::vector<std::string> flags = {"--tls_cert_file=" + certs_.path("server.pem"),
