@@ -28,6 +28,8 @@ patches=$here/windows/patches
 jobs=${DMLSERVE_WINDOWS_DEPS_JOBS:-$(nproc)}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dmlserve/windows-deps
 log() { echo "windows-deps: $*" >&2; }
+# Each package's build writes to its own log; fd 4 still reaches the caller.
+exec 4>&2
 
 # Source package → its part of the key. Order is the build order.
 packages=(zlib c-ares re2 abseil protobuf openssl grpc civetweb prometheus-cpp nlohmann-json3)
@@ -184,13 +186,22 @@ build_grpc() {
     -DgRPC_BENCHMARK_PROVIDER=none -DOPENSSL_USE_STATIC_LIBS=ON -DOPENSSL_ROOT_DIR="$prefix" \
     -DLIB_EAY="$prefix/lib/libcrypto.a" -DSSL_EAY="$prefix/lib/libssl.a" \
     -DCMAKE_PROJECT_INCLUDE="$here/windows/grpc-unity.cmake"
-  # A unity build (grpc-unity.cmake says why, and which files stay apart).
   # The secure libraries and server reflection only. grpc_unsecure and
   # grpc++_unsecure are a second build of gRPC's core (about 40% of gRPC's
   # build time) that dmlserve never links: their install rules get empty
   # archives, so that gRPC's own CMake package installs and loads as is.
-  ninja -C "$work/grpc" -j "$jobs" grpc++ grpc++_reflection grpc++_alts \
-    grpc++_error_details grpcpp_channelz grpc_plugin_support
+  local targets=(grpc++ grpc++_reflection grpc++_alts grpc++_error_details grpcpp_channelz
+                 grpc_plugin_support)
+  # A unity build (grpc-unity.cmake says why, and which files stay apart).
+  # Should it fail (a gRPC whose files clash where the list does not say: the
+  # log names the two definitions), a build file by file follows: slower, and
+  # what a plain gRPC build does.
+  if ! ninja -C "$work/grpc" -j "$jobs" "${targets[@]}"; then
+    echo "windows-deps: gRPC's unity build failed ($work/grpc.log says where);" \
+      "building gRPC file by file" | tee /dev/fd/4
+    cmake "$work/grpc" -DDMLSERVE_GRPC_UNITY=OFF
+    ninja -C "$work/grpc" -j "$jobs" "${targets[@]}" || return 1
+  fi
   local lib
   for lib in grpc_unsecure grpc++_unsecure; do
     x86_64-w64-mingw32-ar rc "$work/grpc/lib$lib.a"

@@ -10,15 +10,18 @@
 # What may not share a translation unit: files that define the same
 # file-local names (a `static const ... vtable`, an anonymous-namespace
 # constant, a function of the same name), or that declare in a namespace what
-# another defines globally. Each such clash is a compile error, never a silent
-# change; the files below are the ones gRPC 1.51.1 (Debian 12) needs kept
-# apart, found by building with every file in and taking out each file an
+# another defines globally. Such clashes are compile errors. (A silent change
+# would need a file to pick up an earlier file's local overload or macro in
+# place of its own: the Windows tests under wine, TLS and every client among
+# them, run on this build.) The files below are the ones gRPC 1.51.1 (Debian
+# 12) needs kept apart, found by building with every file in and taking out each file an
 # error named, until the build passed. They compile on their own, as in a
 # normal build. upb's generated C files (about 280, under a tenth of a second
 # each) all clash on their `descriptor` and `deps` tables and stay apart too.
 #
-# A gRPC of another version may clash elsewhere: the build then fails with
-# the two definitions named, and the file goes on the list.
+# A gRPC of another version (a Debian update) may clash elsewhere: the unity
+# build then fails naming the two definitions, windows-deps.sh says so and
+# builds gRPC file by file instead, and the file named belongs on this list.
 
 # CMAKE_PROJECT_INCLUDE comes with every project() call: one deferred call.
 include_guard(GLOBAL)
@@ -52,8 +55,12 @@ set(dmlserve_grpc_unity_apart
   src/cpp/server/server_credentials.cc
   src/cpp/util/byte_buffer_cc.cc)
 
-# Run once gRPC's CMakeLists.txt has defined its targets.
+# Run once gRPC's CMakeLists.txt has defined its targets. DMLSERVE_GRPC_UNITY=OFF
+# leaves gRPC's build as it is (windows-deps.sh's fallback).
 function(dmlserve_grpc_unity_build)
+  if(DEFINED DMLSERVE_GRPC_UNITY AND NOT DMLSERVE_GRPC_UNITY)
+    return()
+  endif()
   foreach(target IN ITEMS gpr grpc grpc++ grpc++_reflection grpc++_alts grpc++_error_details
                           grpcpp_channelz grpc_plugin_support)
     if(NOT TARGET ${target})
