@@ -14,9 +14,9 @@
 # would need a file to pick up an earlier file's local overload or macro in
 # place of its own: the Windows tests under wine, TLS and every client among
 # them, run on this build.) The files below are the ones gRPC 1.51.1 (Debian
-# 12) needs kept apart, found by building with every file in and taking out each file an
-# error named, until the build passed. They compile on their own, as in a
-# normal build. upb's generated C files (about 280, under a tenth of a second
+# 12) needs kept apart, found by building with every file in and taking out
+# each file an error named, until the build passed. They compile on their own,
+# as in a normal build. upb's generated C files (about 280, under a tenth of a second
 # each) all clash on their `descriptor` and `deps` tables and stay apart too.
 #
 # A gRPC of another version (a Debian update) may clash elsewhere: the unity
