@@ -477,6 +477,29 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
   return absl::OkStatus();
 }
 
+// What a submitted batch lends the GPU: its buffers (pooled, arenas and
+// resident), its upload ring space, its readback buffer and its command
+// context (allocator and list).
+struct PlanExecutor::AbandonedBatch {
+  std::unique_ptr<BatchBuffers> buffers;
+  UploadRing::Reservation staging;
+  std::shared_ptr<ReadbackLease> readback;
+  CommandRing::Lease context;
+};
+
+PlanExecutor::PlanExecutor(const PlanExecutorParts& parts) : parts_(parts) {}
+PlanExecutor::~PlanExecutor() = default;
+
+void PlanExecutor::Abandon(AbandonedBatch batch) {
+  std::lock_guard<std::mutex> lock(abandoned_mutex_);
+  abandoned_.push_back(std::make_unique<AbandonedBatch>(std::move(batch)));
+}
+
+int PlanExecutor::abandoned_batches() const {
+  std::lock_guard<std::mutex> lock(abandoned_mutex_);
+  return static_cast<int>(abandoned_.size());
+}
+
 absl::Status PlanExecutor::DeviceFailure(const absl::Status& failure) {
   absl::Status lost = parts_.health->CheckAfterFailure(parts_.device, failure);
   return lost.ok() ? failure : lost;
@@ -501,13 +524,15 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   ID3D12GraphicsCommandList* list = (*context)->list();
 
   // Buffers, staging space and the readback buffer.
-  BatchBuffers buffers(parts_.pool, parts_.residents, plan.buffers.size());
+  // (On the heap: a batch that may still be running when it fails hands
+  // them to Abandon.)
+  auto buffers = std::make_unique<BatchBuffers>(parts_.pool, parts_.residents, plan.buffers.size());
   BatchLayout layout(plan.buffers.size());
-  if (absl::Status status = AcquireResidents(plan, *parts_.residents, buffers, layout);
+  if (absl::Status status = AcquireResidents(plan, *parts_.residents, *buffers, layout);
       !status.ok()) {
     return DeviceFailure(status);
   }
-  if (absl::Status status = AcquireBuffers(plan, *parts_.pool, buffers, layout); !status.ok()) {
+  if (absl::Status status = AcquireBuffers(plan, *parts_.pool, *buffers, layout); !status.ok()) {
     return DeviceFailure(status);
   }
   absl::StatusOr<std::vector<std::shared_ptr<const Buffer>>> made = MakeResidentForms(plan, layout);
@@ -526,14 +551,14 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   StageUploadBytes(plan, layout, *made, staging->data());
   copy_in_ns_.fetch_add(ElapsedNs(copy_in_start), std::memory_order_relaxed);
   StateTracker states;
-  RecordCopiesIn(plan, layout, buffers, *staging, states, list);
+  RecordCopiesIn(plan, layout, *buffers, *staging, states, list);
   parts_.commands->MarkDispatchesBegin(context->get());
-  RecordDispatches(plan, pipelines, buffers, parts_, states, list);
+  RecordDispatches(plan, pipelines, *buffers, parts_, states, list);
   parts_.commands->MarkDispatchesEnd(context->get());
   if (layout.output_arena_bytes > 0) {
-    states.Require(buffers.output_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
+    states.Require(buffers->output_arena_.resource.get(), D3D12_RESOURCE_STATE_COPY_SOURCE);
     states.Flush(list);
-    list->CopyBufferRegion(readback->resource(), 0, buffers.output_arena_.resource.get(), 0,
+    list->CopyBufferRegion(readback->resource(), 0, buffers->output_arena_.resource.get(), 0,
                            layout.output_arena_bytes);
   }
 
@@ -546,13 +571,20 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   const auto submit_start = std::chrono::steady_clock::now();
   record_ns_.fetch_add(NanosecondsBetween(run_start, submit_start), std::memory_order_relaxed);
   absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(context->get());
-  if (!fence_value.ok()) return DeviceFailure(fence_value.status());
+  if (!fence_value.ok()) {
+    // The list may have reached the queue before the call failed.
+    Abandon({std::move(buffers), std::move(*staging), readback, std::move(*context)});
+    return DeviceFailure(fence_value.status());
+  }
   const auto wait_start = std::chrono::steady_clock::now();
   submit_ns_.fetch_add(NanosecondsBetween(submit_start, wait_start), std::memory_order_relaxed);
   absl::Status completed =
       parts_.commands->Wait(context->get(), *fence_value, parts_.batch_timeout_ms);
   wait_ns_.fetch_add(ElapsedNs(wait_start), std::memory_order_relaxed);
-  if (!completed.ok()) return DeviceFailure(completed);
+  if (!completed.ok()) {
+    Abandon({std::move(buffers), std::move(*staging), readback, std::move(*context)});
+    return DeviceFailure(completed);
+  }
   // A device can be removed without any call failing (vkd3d reports loss
   // only this way): do not trust outputs from a removed device.
   if (HRESULT reason = parts_.device->GetDeviceRemovedReason(); FAILED(reason)) {
@@ -561,8 +593,8 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   }
 
   parts_.commands->CollectDispatchTime(context->get());
-  for (const std::string& key : buffers.uploading_) parts_.residents->Uploaded(key);
-  buffers.uploading_.clear();
+  for (const std::string& key : buffers->uploading_) parts_.residents->Uploaded(key);
+  buffers->uploading_.clear();
   return ReadOutputs(plan, layout, readback);
 }
 

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,10 @@ absl::Status ValidatePlan(const DispatchPlan& plan);
 
 class PlanExecutor {
  public:
-  explicit PlanExecutor(const PlanExecutorParts& parts) : parts_(parts) {}
+  explicit PlanExecutor(const PlanExecutorParts& parts);
+  // Frees abandoned batches: destroy only once the queue is idle (the owner,
+  // DeviceRuntime, waits for it or leaves that to release_when_idle.h).
+  ~PlanExecutor();
 
   // The read-back kOutput buffers: what DispatchPlan::finish takes.
   absl::StatusOr<ReadBackBuffers> Run(const DispatchPlan& plan);
@@ -79,13 +83,32 @@ class PlanExecutor {
   uint64_t submit_ns() const { return submit_ns_.load(std::memory_order_relaxed); }
   uint64_t wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
 
+  // Batches that failed after submission and whose memory is held until
+  // this executor is destroyed (tests, diagnostics).
+  int abandoned_batches() const;
+
  private:
+  struct AbandonedBatch;
+
   // `failure` happened on the device: was the device lost with it?
   absl::Status DeviceFailure(const absl::Status& failure);
+
+  // A batch whose fence did not arrive (a hung device, marked lost) may
+  // still be running: under vkd3d nothing stops it (lavapipe computes on, a
+  // real GPU's driver may take a while to reset). Returning its buffers to
+  // the pool would let the pool destroy them (beyond its idle limit) or lend
+  // them to a batch running concurrently, and the late batch would then
+  // write into freed memory or another batch's outputs. So the batch's
+  // memory stays here, unused, until the executor goes: the device is lost,
+  // so that is when its runtime is replaced, and the runtime's destructor
+  // waits for the queue first.
+  void Abandon(AbandonedBatch batch);
 
   PlanExecutorParts parts_;
   std::atomic<uint64_t> copy_in_ns_{0};
   std::atomic<uint64_t> record_ns_{0}, submit_ns_{0}, wait_ns_{0};
+  mutable std::mutex abandoned_mutex_;
+  std::vector<std::unique_ptr<AbandonedBatch>> abandoned_;
 };
 
 }  // namespace dmlserve::d3d12

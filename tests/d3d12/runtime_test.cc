@@ -569,11 +569,14 @@ TEST_F(RuntimeTest, AFenceEventMayGoWhileTheFenceStillHoldsItsWait) {
 // but the GPU computes on (lavapipe has no watchdog to stop it), so what the
 // batch uses must outlive the runtime until its queue is idle, then be freed.
 // Freeing it at once let lavapipe write into freed memory (a segfault, seen
-// when a 4096^3 product outlasted the 60 s timeout on a loaded machine).
+// when a 4096^3 product outlasted the 60 s timeout on a loaded machine, and
+// every time here when the pool kept no idle buffers, before failed batches
+// were abandoned rather than returned to the pool).
 TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsIdle) {
   ASSERT_EQ(HeldUntilQueuesIdle(), 0);
   RuntimeOptions options;
   options.batch_timeout_ms = 1;
+  options.pool_max_idle_bytes = 0;  // a released buffer is destroyed at once
   auto runtime = MakeRuntime(options);
   ASSERT_NE(runtime, nullptr);
   // Seconds of lavapipe work in one batch: each pass depends on the last.
@@ -590,6 +593,9 @@ TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsI
   EXPECT_TRUE(absl::IsUnavailable(outputs.status())) << outputs.status();
   EXPECT_THAT(outputs.status().message(), HasSubstr("the device is hung"));
   EXPECT_FALSE(runtime->health().ok());
+  // Its memory is still allocated: the upload arena, the output, the
+  // readback buffer and the upload ring's staging space, kWords each.
+  EXPECT_GE(runtime->memory_bytes(), 4 * uint64_t{kWords} * sizeof(uint32_t));
   runtime.reset();
   // Still computing after the destructor's short wait for a lost device (on
   // 2 cores, by seconds; a much faster lavapipe may have finished).
