@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -613,6 +614,32 @@ TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsI
   absl::StatusOr<ReadBackBuffers> sum = fresh->Run(AddPlan(b, b, 1));
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(Words((*sum)[2]->view()), AddReference(b, b, 1));
+}
+
+// A process that exits while a hung batch's memory waits for its queue
+// (the release thread still polling the fence) exits cleanly: the release
+// thread must not poll vkd3d, or free the held runtime, while exit tears
+// vkd3d and the Vulkan driver down.
+TEST_F(RuntimeTest, ExitingWhileAHungBatchIsHeldIsClean) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto run_and_exit = [this] {
+    RuntimeOptions options;
+    options.batch_timeout_ms = 1;
+    auto runtime = MakeRuntime(options);
+    if (runtime == nullptr) std::_Exit(3);
+    constexpr uint32_t kWords = uint32_t{1} << 21;
+    std::vector<uint32_t> a = RandomWords(kWords, 23);
+    DispatchPlan plan;
+    plan.buffers = {UploadBuffer(a), DeviceBuffer(BufferKind::kOutput, kWords)};
+    for (int pass = 0; pass < 512; ++pass) {
+      plan.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
+    }
+    if (runtime->Run(plan).ok()) std::_Exit(4);
+    runtime.reset();
+    std::fprintf(stderr, "exiting with %d held\n", HeldUntilQueuesIdle());
+    std::exit(0);
+  };
+  EXPECT_EXIT(run_and_exit(), ::testing::ExitedWithCode(0), "exiting with 1 held");
 }
 
 TEST_F(RuntimeTest, FaultInjectionFromTheEnvironment) {
