@@ -11,6 +11,7 @@
 #include "kernels/backend/execution_hints.h"
 #include "kernels/core/check.h"
 #include "kernels/core/operation.h"
+#include "kernels/core/thread_signal_stack.h"
 #include "scheduler/calibration.h"
 #include "scheduler/failover.h"
 
@@ -90,6 +91,8 @@ absl::Status Scheduler::Submit(std::shared_ptr<Job> job) {
   if (job == nullptr || !job->done) {
     return absl::InvalidArgumentError("a job needs a completion callback");
   }
+  // A cheap batch may run on this (gRPC's) thread.
+  EnsureThreadSignalStack();
   // The key hashes an inline B and the sizes walk the operands: done before
   // taking the lock, which then does O(1) work.
   CompatibilityKey key = CompatibilityKey::For(job->operation);
@@ -176,6 +179,7 @@ void Scheduler::ReportDepth() {
 }
 
 void Scheduler::WorkerLoop(Slot* slot) {
+  EnsureThreadSignalStack();
   NameWorkerThread(*slot->device);
   std::vector<UnrunJob> unrun;
   uint64_t holds_seen = 0;

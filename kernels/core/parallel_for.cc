@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/core/thread_signal_stack.h"
+
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
 #define DMLSERVE_SPIN_PAUSE 1
 #include <immintrin.h>
@@ -119,6 +121,7 @@ class ThreadPool {
 
  private:
   void WorkerLoop() {
+    EnsureThreadSignalStack();
     holds_slot = true;  // whenever it runs a body
     for (;;) {
       std::shared_ptr<Loop> loop;

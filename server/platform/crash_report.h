@@ -16,9 +16,13 @@ namespace dmlserve {
 //    signal is raised again, so the process dies of it (exit status 128 +
 //    the signal). SIGTERM's handler is installed too, but a server that
 //    serves blocks SIGTERM in every thread (console_control.h), so a stop
-//    signal is still a stop. Not reported: a stack overflow on a thread other
-//    than the main one (Abseil's alternate signal stack is the main
-//    thread's), and a report that takes over 20 s ends with SIGABRT.
+//    signal is still a stop. A stack overflow is reported on the main thread
+//    (Abseil's alternate signal stack) and on every thread that runs the
+//    server's work: the scheduler's and kernel pool's workers and each gRPC
+//    thread that submits a job give themselves one
+//    (kernels/core/thread_signal_stack.h). Not reported: an overflow on any
+//    other thread (gRPC's own before it ever submits), and a report that
+//    takes over 20 s ends with SIGABRT.
 //  - Windows: an exception no handler takes (an access violation, an
 //    illegal instruction: a kernel of an ISA the CPU lacks, ...), in any
 //    thread, logs one line, for example
