@@ -495,11 +495,6 @@ void PlanExecutor::Abandon(AbandonedBatch batch) {
   abandoned_.push_back(std::make_unique<AbandonedBatch>(std::move(batch)));
 }
 
-int PlanExecutor::abandoned_batches() const {
-  std::lock_guard<std::mutex> lock(abandoned_mutex_);
-  return static_cast<int>(abandoned_.size());
-}
-
 absl::Status PlanExecutor::DeviceFailure(const absl::Status& failure) {
   absl::Status lost = parts_.health->CheckAfterFailure(parts_.device, failure);
   return lost.ok() ? failure : lost;

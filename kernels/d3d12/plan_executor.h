@@ -83,10 +83,6 @@ class PlanExecutor {
   uint64_t submit_ns() const { return submit_ns_.load(std::memory_order_relaxed); }
   uint64_t wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
 
-  // Batches that failed after submission and whose memory is held until
-  // this executor is destroyed (tests, diagnostics).
-  int abandoned_batches() const;
-
  private:
   struct AbandonedBatch;
 
@@ -100,14 +96,14 @@ class PlanExecutor {
   // them to a batch running concurrently, and the late batch would then
   // write into freed memory or another batch's outputs. So the batch's
   // memory stays here, unused, until the executor goes: the device is lost,
-  // so that is when its runtime is replaced, and the runtime's destructor
-  // waits for the queue first.
+  // so that is when D3D12Device::Recover replaces its runtime, whose
+  // destructor waits for the queue first.
   void Abandon(AbandonedBatch batch);
 
   PlanExecutorParts parts_;
   std::atomic<uint64_t> copy_in_ns_{0};
   std::atomic<uint64_t> record_ns_{0}, submit_ns_{0}, wait_ns_{0};
-  mutable std::mutex abandoned_mutex_;
+  std::mutex abandoned_mutex_;
   std::vector<std::unique_ptr<AbandonedBatch>> abandoned_;
 };
 
