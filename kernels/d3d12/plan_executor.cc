@@ -478,19 +478,40 @@ absl::Status ValidatePlan(const DispatchPlan& plan) {
 }
 
 // What a submitted batch lends the GPU: its buffers (pooled, arenas and
-// resident), its upload ring space, its readback buffer and its command
-// context (allocator and list).
+// resident), the upload ring's buffer, its readback buffer and its command
+// context (allocator and list). Not its space in the upload ring: a batch
+// that kept it would block every later batch that needs the ring to grow
+// (UploadRing::Reserve waits for all space back), and a late copy that reads
+// bytes another batch wrote there only spoils this batch's outputs, which
+// nobody reads. The ring's buffer is kept, so that growing the ring does
+// not free what the late copy reads.
 struct PlanExecutor::AbandonedBatch {
   std::unique_ptr<BatchBuffers> buffers;
-  UploadRing::Reservation staging;
+  ComPtr<ID3D12Resource> staging_buffer;
   std::shared_ptr<ReadbackLease> readback;
   CommandRing::Lease context;
 };
+
+namespace {
+
+// Another reference to `resource` (which may be null).
+ComPtr<ID3D12Resource> Share(ID3D12Resource* resource) {
+  if (resource != nullptr) resource->AddRef();
+  return ComPtr<ID3D12Resource>::Adopt(resource);
+}
+
+}  // namespace
 
 PlanExecutor::PlanExecutor(const PlanExecutorParts& parts) : parts_(parts) {}
 PlanExecutor::~PlanExecutor() = default;
 
 void PlanExecutor::Abandon(AbandonedBatch batch) {
+  // Its memory stays, but not its claim on the resident forms it was
+  // uploading: a batch waiting for one of them would otherwise wait for as
+  // long as this executor lives, and the executor for it. The form's buffer
+  // lives on in `batch`.
+  for (const std::string& key : batch.buffers->uploading_) parts_.residents->Abandoned(key);
+  batch.buffers->uploading_.clear();
   std::lock_guard<std::mutex> lock(abandoned_mutex_);
   abandoned_.push_back(std::make_unique<AbandonedBatch>(std::move(batch)));
 }
@@ -568,7 +589,7 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
   absl::StatusOr<uint64_t> fence_value = parts_.commands->Submit(context->get());
   if (!fence_value.ok()) {
     // The list may have reached the queue before the call failed.
-    Abandon({std::move(buffers), std::move(*staging), readback, std::move(*context)});
+    Abandon({std::move(buffers), Share(staging->buffer()), readback, std::move(*context)});
     return DeviceFailure(fence_value.status());
   }
   const auto wait_start = std::chrono::steady_clock::now();
@@ -577,7 +598,7 @@ absl::StatusOr<ReadBackBuffers> PlanExecutor::Run(const DispatchPlan& plan) {
       parts_.commands->Wait(context->get(), *fence_value, parts_.batch_timeout_ms);
   wait_ns_.fetch_add(ElapsedNs(wait_start), std::memory_order_relaxed);
   if (!completed.ok()) {
-    Abandon({std::move(buffers), std::move(*staging), readback, std::move(*context)});
+    Abandon({std::move(buffers), Share(staging->buffer()), readback, std::move(*context)});
     return DeviceFailure(completed);
   }
   // A device can be removed without any call failing (vkd3d reports loss

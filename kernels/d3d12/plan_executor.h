@@ -97,7 +97,9 @@ class PlanExecutor {
   // write into freed memory or another batch's outputs. So the batch's
   // memory stays here, unused, until the executor goes: the device is lost,
   // so that is when D3D12Device::Recover replaces its runtime, whose
-  // destructor waits for the queue first.
+  // destructor waits for the queue first. What other batches wait for goes
+  // back at once: the resident forms it was uploading
+  // (ResidentTensors::Abandoned) and its space in the upload ring.
   void Abandon(AbandonedBatch batch);
 
   PlanExecutorParts parts_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -614,6 +615,50 @@ TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsI
   absl::StatusOr<ReadBackBuffers> sum = fresh->Run(AddPlan(b, b, 1));
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(Words((*sum)[2]->view()), AddReference(b, b, 1));
+}
+
+// A batch that waits for a resident form another batch is uploading, when
+// that uploader passes the hung-device timeout: the waiter is released (and
+// fails as the device is lost), rather than waiting for an upload that will
+// never be confirmed. The uploader's memory stays with the executor
+// (PlanExecutor::Abandon), but its claim on the form must not.
+TEST_F(RuntimeTest, AWaiterForAnAbandonedUploadIsReleased) {
+  RuntimeOptions options;
+  options.batch_timeout_ms = 300;
+  options.inflight_batches = 2;
+  auto runtime = MakeRuntime(options);
+  ASSERT_NE(runtime, nullptr);
+  constexpr uint32_t kWords = uint32_t{1} << 21;
+  std::vector<uint32_t> weights = RandomWords(kWords, 24);
+  // The uploader: the form, then seconds of lavapipe work.
+  DispatchPlan slow;
+  slow.buffers = {ResidentBuffer("form", weights), DeviceBuffer(BufferKind::kOutput, kWords)};
+  for (int pass = 0; pass < 512; ++pass) {
+    slow.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
+  }
+  // The waiter: the same form, started while the uploader waits for its fence.
+  DispatchPlan waiter;
+  waiter.buffers = {ResidentBuffer("form", weights), DeviceBuffer(BufferKind::kOutput, kWords)};
+  waiter.dispatches = {AccumulateDispatch(0, 1, kWords)};
+  std::thread uploader([&] { EXPECT_FALSE(runtime->Run(slow).ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto waited = std::async(std::launch::async, [&] { return runtime->Run(waiter).status(); });
+  if (waited.wait_for(std::chrono::minutes(2)) != std::future_status::ready) {
+    // Joining would hang the test binary: say why and end it here.
+    std::fprintf(stderr, "the waiter never returned: it waits for an abandoned upload\n");
+    std::abort();
+  }
+  uploader.join();
+  absl::Status status = waited.get();
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_FALSE(runtime->health().ok());
+  // Leaves nothing held for the next test once lavapipe is done.
+  runtime.reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (HeldUntilQueuesIdle() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(HeldUntilQueuesIdle(), 0);
 }
 
 // A process that exits while a hung batch's memory waits for its queue
