@@ -567,6 +567,30 @@ TEST_F(RuntimeTest, AFenceEventMayGoWhileTheFenceStillHoldsItsWait) {
   EXPECT_TRUE(later.Wait(fence.get(), 2, 10000).ok());
 }
 
+// Words of the hung-batch tests' buffers (8 MiB).
+constexpr uint32_t kHungWords = uint32_t{1} << 21;
+
+// Seconds of lavapipe work in one batch, far past a short hung-device
+// timeout: 512 passes that each depend on the last, adding `input` (a
+// kHungWords buffer the caller gives) into buffer 1, an output.
+DispatchPlan SecondsOfWork(BufferSpec input) {
+  DispatchPlan plan;
+  plan.buffers = {std::move(input), DeviceBuffer(BufferKind::kOutput, kHungWords)};
+  for (int pass = 0; pass < 512; ++pass) {
+    plan.dispatches.push_back(AccumulateDispatch(0, 1, kHungWords));
+  }
+  return plan;
+}
+
+// Waits (up to 5 minutes) until the release thread has freed every held
+// runtime, as it does once lavapipe has finished their batches.
+void WaitUntilNothingIsHeld() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (HeldUntilQueuesIdle() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // A batch still running past the hung-device timeout: the device is lost,
 // but the GPU computes on (lavapipe has no watchdog to stop it), so what the
 // batch uses must outlive the runtime until its queue is idle, then be freed.
@@ -581,32 +605,21 @@ TEST_F(RuntimeTest, ABatchPastTheHungDeviceTimeoutKeepsItsMemoryUntilTheQueueIsI
   options.pool_max_idle_bytes = 0;  // a released buffer is destroyed at once
   auto runtime = MakeRuntime(options);
   ASSERT_NE(runtime, nullptr);
-  // Seconds of lavapipe work in one batch: each pass depends on the last.
-  constexpr uint32_t kWords = uint32_t{1} << 21;
-  constexpr int kPasses = 512;
-  std::vector<uint32_t> a = RandomWords(kWords, 21);
-  DispatchPlan plan;
-  plan.buffers = {UploadBuffer(a), DeviceBuffer(BufferKind::kOutput, kWords)};
-  for (int pass = 0; pass < kPasses; ++pass) {
-    plan.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
-  }
-  absl::StatusOr<ReadBackBuffers> outputs = runtime->Run(plan);
+  absl::StatusOr<ReadBackBuffers> outputs =
+      runtime->Run(SecondsOfWork(UploadBuffer(RandomWords(kHungWords, 21))));
   ASSERT_FALSE(outputs.ok());
   EXPECT_TRUE(absl::IsUnavailable(outputs.status())) << outputs.status();
   EXPECT_THAT(outputs.status().message(), HasSubstr("the device is hung"));
   EXPECT_FALSE(runtime->health().ok());
   // Its memory is still allocated: the upload arena, the output, the
-  // readback buffer and the upload ring's staging space, kWords each.
-  EXPECT_GE(runtime->memory_bytes(), 4 * uint64_t{kWords} * sizeof(uint32_t));
+  // readback buffer and the upload ring's staging space, kHungWords each.
+  EXPECT_GE(runtime->memory_bytes(), 4 * uint64_t{kHungWords} * sizeof(uint32_t));
   runtime.reset();
   // Still computing after the destructor's short wait for a lost device (on
   // 2 cores, by seconds; a much faster lavapipe may have finished).
   EXPECT_LE(HeldUntilQueuesIdle(), 1);
   // Freed once lavapipe has finished the batch, by the release thread.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (HeldUntilQueuesIdle() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitUntilNothingIsHeld();
   EXPECT_EQ(HeldUntilQueuesIdle(), 0);
   // The device itself still serves a new runtime.
   auto fresh = MakeRuntime();
@@ -628,18 +641,13 @@ TEST_F(RuntimeTest, AWaiterForAnAbandonedUploadIsReleased) {
   options.inflight_batches = 2;
   auto runtime = MakeRuntime(options);
   ASSERT_NE(runtime, nullptr);
-  constexpr uint32_t kWords = uint32_t{1} << 21;
-  std::vector<uint32_t> weights = RandomWords(kWords, 24);
+  std::vector<uint32_t> weights = RandomWords(kHungWords, 24);
   // The uploader: the form, then seconds of lavapipe work.
-  DispatchPlan slow;
-  slow.buffers = {ResidentBuffer("form", weights), DeviceBuffer(BufferKind::kOutput, kWords)};
-  for (int pass = 0; pass < 512; ++pass) {
-    slow.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
-  }
+  DispatchPlan slow = SecondsOfWork(ResidentBuffer("form", weights));
   // The waiter: the same form, started while the uploader waits for its fence.
   DispatchPlan waiter;
-  waiter.buffers = {ResidentBuffer("form", weights), DeviceBuffer(BufferKind::kOutput, kWords)};
-  waiter.dispatches = {AccumulateDispatch(0, 1, kWords)};
+  waiter.buffers = {ResidentBuffer("form", weights), DeviceBuffer(BufferKind::kOutput, kHungWords)};
+  waiter.dispatches = {AccumulateDispatch(0, 1, kHungWords)};
   std::thread uploader([&] { EXPECT_FALSE(runtime->Run(slow).ok()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto waited = std::async(std::launch::async, [&] { return runtime->Run(waiter).status(); });
@@ -654,10 +662,7 @@ TEST_F(RuntimeTest, AWaiterForAnAbandonedUploadIsReleased) {
   EXPECT_FALSE(runtime->health().ok());
   // Leaves nothing held for the next test once lavapipe is done.
   runtime.reset();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (HeldUntilQueuesIdle() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitUntilNothingIsHeld();
   EXPECT_EQ(HeldUntilQueuesIdle(), 0);
 }
 
@@ -672,14 +677,9 @@ TEST_F(RuntimeTest, ExitingWhileAHungBatchIsHeldIsClean) {
     options.batch_timeout_ms = 1;
     auto runtime = MakeRuntime(options);
     if (runtime == nullptr) std::_Exit(3);
-    constexpr uint32_t kWords = uint32_t{1} << 21;
-    std::vector<uint32_t> a = RandomWords(kWords, 23);
-    DispatchPlan plan;
-    plan.buffers = {UploadBuffer(a), DeviceBuffer(BufferKind::kOutput, kWords)};
-    for (int pass = 0; pass < 512; ++pass) {
-      plan.dispatches.push_back(AccumulateDispatch(0, 1, kWords));
+    if (runtime->Run(SecondsOfWork(UploadBuffer(RandomWords(kHungWords, 23)))).ok()) {
+      std::_Exit(4);
     }
-    if (runtime->Run(plan).ok()) std::_Exit(4);
     runtime.reset();
     std::fprintf(stderr, "exiting with %d held\n", HeldUntilQueuesIdle());
     std::exit(0);
