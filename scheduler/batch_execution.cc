@@ -3,10 +3,10 @@
 #include <string>
 #include <utility>
 
-#include "absl/time/clock.h"
 #include "absl/types/span.h"
 #include "kernels/core/check.h"
 #include "kernels/core/operation.h"
+#include "scheduler/cost_model.h"
 
 namespace dmlserve {
 
@@ -37,12 +37,15 @@ void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<UnrunJob>& unrun) 
   }
 }
 
-absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* observer,
-                          Answers& answers) {
+absl::Status ExecuteBatch(Device& device, Batch& batch, const Clock& clock,
+                          SchedulerObserver* observer, Answers& answers, BatchTiming& timing) {
   // Checked again right before the device starts: a job cancelled or expired
   // since its batch formed is still not computed.
+  const absl::Time start = clock.Now();
+  timing.start = start;
+  timing.end = start;
   std::vector<UnrunJob> dead;
-  RemoveDeadJobs(batch, absl::Now(), dead);
+  RemoveDeadJobs(batch, start, dead);
   CompleteUnrun(dead);
   if (batch.jobs.empty()) return absl::OkStatus();
 
@@ -51,7 +54,7 @@ absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* obser
   DMLSERVE_DCHECK(device.Supports(kind));
   DMLSERVE_DCHECK(batch.jobs.size() == batch.job_bytes.size());
   const int size = static_cast<int>(batch.jobs.size());
-  const absl::Time start = absl::Now();
+  timing.units = BatchWorkUnits(batch);
   absl::InlinedVector<WorkItem, 1> items(batch.jobs.size());
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     Job& job = *batch.jobs[i];
@@ -63,7 +66,9 @@ absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* obser
     job.started = true;
   }
   absl::Status status = device.Execute(absl::MakeSpan(items));
-  const absl::Duration compute = absl::Now() - start;
+  timing.executed = true;
+  timing.end = clock.Now();
+  const absl::Duration compute = timing.end - start;
   if (observer != nullptr) observer->OnBatchExecuted(kind, device_name, size, compute);
   if (!status.ok()) return status;
 

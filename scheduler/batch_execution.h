@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
 #include "scheduler/batch.h"
+#include "scheduler/clock.h"
 #include "scheduler/job.h"
 #include "scheduler/scheduler_observer.h"
 
@@ -54,19 +55,29 @@ void Deliver(Answers& answers);
 // DEADLINE_EXCEEDED).
 void RemoveDeadJobs(Batch& batch, absl::Time now, std::vector<UnrunJob>& unrun);
 
+// What ExecuteBatch read from its clock around Device::Execute: what the
+// device's cost model learns from (DevicePool::Measured).
+struct BatchTiming {
+  bool executed = false;  // false: every job had died, the device did nothing
+  double units = 0;       // BatchWorkUnits of the jobs it ran
+  absl::Time start;       // before Execute: also when dead jobs were judged
+  absl::Time end;         // after Execute returned
+};
+
 // Runs `batch` on `device` (which must support its operator): first ends
 // the jobs that died since the batch formed (they are not computed), then
 // calls Execute once for the rest, reporting each job's wait (once per job,
 // also when a batch runs again after a device failure) and the batch's
-// compute time to `observer` (which may be null). On success appends one
+// compute time to `observer` (which may be null). Times are `clock`'s, the
+// clock the jobs' enqueue times were read from. On success appends one
 // Answer per job, with the ExecutionInfo filled in, and releases each job's
 // operation first (an output computed in place in an input's storage is
 // then that storage's only holder, and the response takes it uncopied). A
 // non-OK return is the device's own failure: no job was answered, and the
 // jobs stay in `batch` to run elsewhere. An empty batch (every job died) is
-// OK with no answers.
-absl::Status ExecuteBatch(Device& device, Batch& batch, SchedulerObserver* observer,
-                          Answers& answers);
+// OK with no answers. `timing` says what ran and when, in either case.
+absl::Status ExecuteBatch(Device& device, Batch& batch, const Clock& clock,
+                          SchedulerObserver* observer, Answers& answers, BatchTiming& timing);
 
 }  // namespace dmlserve
 

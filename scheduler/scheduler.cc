@@ -264,10 +264,7 @@ void Scheduler::RunOnCaller(Slot* slot, std::unique_ptr<Batch> batch, bool busy)
 bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy) {
   Answers answers;
   absl::Status failure;
-  // What the device's cost model learns from (counted before the jobs'
-  // operations are handed to their answers).
-  DevicePool::Measured measured;
-  measured.units = BatchWorkUnits(*batch);
+  BatchTiming timing;
   {
     const BusyCoresScope cores(busy);
     if (options_.injected_batch_delay > absl::ZeroDuration()) {
@@ -276,17 +273,20 @@ bool Scheduler::RunAndFinish(Slot* slot, std::unique_ptr<Batch> batch, bool busy
     // Answers wait until the device is given back (FinishBatchLocked):
     // sending a batch's responses takes longer than computing it, and
     // meanwhile the device can run the next batch on another thread.
-    const absl::Time start = clock_->Now();
-    failure = ExecuteBatch(*slot->device, *batch, observer_, answers);
-    measured.ended = clock_->Now();
-    measured.took = measured.ended - start;
+    failure = ExecuteBatch(*slot->device, *batch, *clock_, observer_, answers, timing);
   }
+  // What the device's cost model learns from: a batch the device ran.
+  DevicePool::Measured measured;
+  measured.units = timing.units;
+  measured.took = timing.end - timing.start;
+  measured.ended = timing.end;
+  const DevicePool::Measured* learned = failure.ok() && timing.executed ? &measured : nullptr;
   std::vector<UnrunJob> unrun;
   bool removed_now;
   int devices_left;
   {
     absl::MutexLock lock(&mu_);
-    removed_now = FinishBatchLocked(slot, std::move(batch), failure, measured, unrun);
+    removed_now = FinishBatchLocked(slot, std::move(batch), failure, learned, unrun);
     devices_left = pool_.healthy();
   }
   if (removed_now && observer_ != nullptr) {
@@ -310,9 +310,9 @@ void Scheduler::DeliverAnswers(Answers& answers) {
 }
 
 bool Scheduler::FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch,
-                                  const absl::Status& failure, const DevicePool::Measured& measured,
+                                  const absl::Status& failure, const DevicePool::Measured* measured,
                                   std::vector<UnrunJob>& unrun) {
-  pool_.Release(*slot, batch->key.kind(), failure.ok() ? &measured : nullptr);
+  pool_.Release(*slot, batch->key.kind(), measured);
   if (pool_.stopping() && pool_.inflight_batches() == 0) pool_.WakeAll();
   if (failure.ok()) {
     ++delivering_;  // its answers are on their way (DeliverAnswers)

@@ -158,11 +158,12 @@ class Scheduler : private JobCancellationListener {
   // delivering_), outside the lock.
   void DeliverAnswers(Answers& answers);
   // Accounts for a batch that left `slot`: it ran (`measured`, what the
-  // device's cost model learns from), or failed with `failure` (then takes
-  // the device out and hands the batch to FailOver). Returns whether this
+  // device's cost model learns from; null when the device ran nothing), or
+  // failed with `failure` (then takes the device out and hands the batch to
+  // FailOver). Returns whether this
   // call took the device out.
   bool FinishBatchLocked(Slot* slot, std::unique_ptr<Batch> batch, const absl::Status& failure,
-                         const DevicePool::Measured& measured, std::vector<UnrunJob>& unrun)
+                         const DevicePool::Measured* measured, std::vector<UnrunJob>& unrun)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a cancelled job that still waits (JobCancellationListener).
   void OnJobCancelled(Job& job) override;

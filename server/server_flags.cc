@@ -95,8 +95,9 @@ ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Minutes(1),
           "serves new connections within this long, without a restart (0: read once).");
 ABSL_FLAG(uint32_t, max_concurrent_streams, 256,
           "Calls one connection may have open at once (HTTP/2 streams); more wait.");
-ABSL_FLAG(absl::Duration, max_connection_idle, absl::Hours(1),
-          "A connection without calls for this long is closed (inf: never).");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::InfiniteDuration(),
+          "A connection without calls for this long is closed (inf: never). Setting it (or "
+          "--max_connection_age) adds gRPC's connection-age filter to every call.");
 ABSL_FLAG(absl::Duration, max_connection_age, absl::InfiniteDuration(),
           "Connections are closed gracefully after this long (in-flight calls get 30 s more), "
           "so clients reconnect and spread over replicas (inf: never).");
