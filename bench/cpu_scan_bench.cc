@@ -112,5 +112,25 @@ DMLSERVE_SCAN_BENCHMARK(cumsum_i64_64x4096_axis1, kSum, DataType::kInt64, {64, 4
 DMLSERVE_SCAN_BENCHMARK(cumsum_i64_64x4096_axis0, kSum, DataType::kInt64, {64, 4096}, 0);
 DMLSERVE_SCAN_BENCHMARK(cumprod_u16_64x4096_axis1, kProduct, DataType::kUint16, {64, 4096}, 1);
 
+// Tiny scans, where a call's fixed costs are the whole of it: the load
+// generator's 1x1x3x4 request, and short lines whose lengths share no factor
+// with a vector's (their stream repeats only after segment x vector elements).
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1x1x3x4_axis3, kSum, kF32, {1, 1, 3, 4}, 3);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_8x12_axis1, kSum, kF32, {8, 12}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_64x31_axis1, kSum, kF32, {64, 31}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_f32_1024x31_axis1, kSum, kF32, {1024, 31}, 1);
+DMLSERVE_SCAN_BENCHMARK(cumsum_i32_64x7_axis1, kSum, DataType::kInt32, {64, 7}, 1);
+
+// Float32 sums along short rows, lines x segment: where the vector paths'
+// set-up stops costing more than they save (scan_simd-inl.h, Stream).
+void BM_CpuScanShortRows(benchmark::State& state) {
+  BM_CpuScan(state, kSum, kF32,
+             {static_cast<uint32_t>(state.range(0)), static_cast<uint32_t>(state.range(1))}, 1);
+}
+BENCHMARK(BM_CpuScanShortRows)
+    ->ArgNames({"lines", "segment"})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32, 64, 256}, {4, 7, 12, 31}})
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace dmlserve::bench

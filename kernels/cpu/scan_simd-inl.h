@@ -216,6 +216,10 @@ struct ScanLoops {
   // tabulated per phase; with no segment there is a single phase.
   static constexpr int kLog = kN >= 16 ? 4 : kN >= 8 ? 3 : kN >= 4 ? 2 : kN >= 2 ? 1 : 0;
   static constexpr int64_t kMaxSegment = 4 * kN;
+  // A stream shorter than this many vectors runs element by element: its
+  // tables (a few hundred instructions a phase) and the running values'
+  // set-up cost more than the vectors save (BM_CpuScanShortRows).
+  static constexpr int64_t kMinStreamVectors = 16;
   using Idx = typename L::Idx;
   using Mask = typename L::Mask;
 
@@ -240,25 +244,39 @@ struct ScanLoops {
       for (int j = 0; j < kN; ++j) idx[j] = j >= s ? static_cast<int>(j - s) : 0;
       t.shift[t.shifts++] = L::MakeIdx(idx);
     }
-    for (int j = 0; j < kN; ++j) idx[j] = static_cast<int>(kN - w + j % w);
+    // Lane j carries from the previous vector when its line began before
+    // this vector, that is when its offset in its segment reaches past the
+    // lanes of its line within the vector: w * (j / w + 1).
+    int64_t carry_from[kN];
+    for (int j = 0; j < kN; ++j) {
+      idx[j] = static_cast<int>(kN - w + j % w);
+      carry_from[j] = w * (j / w + 1);
+    }
     t.carry = L::MakeIdx(idx);
     for (int j = 0; j < kN; ++j) idx[j] = j >= w ? static_cast<int>(j - w) : 0;
     t.exclusive = L::MakeIdx(idx);
     const int64_t start = segment ? first % segment : 0;
     for (int64_t phase = start;;) {
-      // Offset of lane j within its segment (no segment: unbounded).
-      auto pos = [&](int64_t j) { return segment ? (phase + j) % segment : INT64_MAX; };
+      // Offset of lane j within its segment (no segment: unbounded), counted
+      // up and wrapped rather than divided: a division per lane and phase
+      // made these tables cost as much as scanning a few thousand elements
+      // (a line of 31 has 31 phases).
+      int64_t pos[kN];
+      for (int64_t j = 0, offset = phase; j < kN; ++j) {
+        pos[j] = segment ? offset : INT64_MAX;
+        if (++offset == segment) offset = 0;
+      }
       Phase& p = t.phases[phase];
       int k = 0;
       for (int64_t s = w; s < kN; s *= 2, ++k) {
         uint32_t bits = 0;
-        for (int64_t j = s; j < kN; ++j) bits |= uint32_t{pos(j) >= s} << j;
+        for (int64_t j = s; j < kN; ++j) bits |= uint32_t{pos[j] >= s} << j;
         p.shift[k] = L::MakeMask(bits);
       }
       uint32_t carry = 0, exclusive = 0;
       for (int64_t j = 0; j < kN; ++j) {
-        carry |= uint32_t{pos(j) >= w * (j / w + 1)} << j;
-        exclusive |= uint32_t{j >= w && pos(j) >= w} << j;
+        carry |= uint32_t{pos[j] >= carry_from[j]} << j;
+        exclusive |= uint32_t{j >= w && pos[j] >= w} << j;
       }
       p.carry = L::MakeMask(carry);
       p.exclusive = L::MakeMask(exclusive);
@@ -315,22 +333,19 @@ struct ScanLoops {
     }
     // Memory index of stream offset q.
     auto mem = [&](int64_t q) { return reverse ? n - 1 - q : q; };
-    auto step = [&](int64_t q) {
-      const int64_t m = mem(q);
-      A& a = acc[m % w];
-      if (segment != 0 && q % segment < w) a = Op::template Identity<A>();
-      if (out != nullptr) {
-        Step(in + m, out + m, a);
-      } else {
-        a = Op::Apply(a, M::LoadScalar(in[m]));
-      }
-    };
+    if (n < kMinStreamVectors * kN) {
+      StreamScalar(in, out, n, w, segment, reverse, acc, 0, n);
+      return;
+    }
     int64_t q = 0;
     if (out == nullptr) nt = false;
     if (nt) {
       // Scalar head up to the first output vector aligned for streaming.
       auto aligned = [&](int64_t q) { return Aligned(reverse ? out + (n - q) : out + q); };
-      for (; q < n && q < kN && !aligned(q); ++q) step(q);
+      int64_t head = 0;
+      while (head < n && head < kN && !aligned(head)) ++head;
+      StreamScalar(in, out, n, w, segment, reverse, acc, 0, head);
+      q = head;
       nt = aligned(q);
     }
     const int64_t vectors = (n - q) / kN;
@@ -368,7 +383,35 @@ struct ScanLoops {
       L::StoreAcc(lanes, prev);
       for (int64_t j = 0; j < w; ++j) acc[mem(q - w + j) % w] = lanes[kN - w + j];
     }
-    for (; q < n; ++q) step(q);
+    StreamScalar(in, out, n, w, segment, reverse, acc, q, n);
+  }
+
+  // Stream offsets [q, end) of Stream's arguments one element at a time
+  // (a head or tail around the vectors, or a stream too short for them),
+  // each element's line and segment offset counted along, not divided.
+  static void StreamScalar(const S* in, S* out, int64_t n, int64_t w, int64_t segment,
+                           bool reverse, A* acc, int64_t q, int64_t end) {
+    if (q >= end) return;
+    int64_t m = reverse ? n - 1 - q : q;  // memory index
+    int64_t line = m % w;
+    int64_t offset = segment != 0 ? q % segment : 0;
+    for (; q < end; ++q) {
+      A& a = acc[line];
+      if (segment != 0 && offset < w) a = Op::template Identity<A>();
+      if (out != nullptr) {
+        Step(in + m, out + m, a);
+      } else {
+        a = Op::Apply(a, M::LoadScalar(in[m]));
+      }
+      if (reverse) {
+        --m;
+        line = line == 0 ? w - 1 : line - 1;
+      } else {
+        ++m;
+        if (++line == w) line = 0;
+      }
+      if (segment != 0 && ++offset == segment) offset = 0;
+    }
   }
 
   static ScanFns Fns() {
