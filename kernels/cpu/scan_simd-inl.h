@@ -389,8 +389,8 @@ struct ScanLoops {
   // Stream offsets [q, end) of Stream's arguments one element at a time
   // (a head or tail around the vectors, or a stream too short for them),
   // each element's line and segment offset counted along, not divided.
-  static void StreamScalar(const S* in, S* out, int64_t n, int64_t w, int64_t segment,
-                           bool reverse, A* acc, int64_t q, int64_t end) {
+  static void StreamScalar(const S* in, S* out, int64_t n, int64_t w, int64_t segment, bool reverse,
+                           A* acc, int64_t q, int64_t end) {
     if (q >= end) return;
     int64_t m = reverse ? n - 1 - q : q;  // memory index
     int64_t line = m % w;
