@@ -107,10 +107,10 @@ class RequestPath {
     for (int i = 0; i < count; ++i) {
       executor_.Execute(
           &copies[i], absl::InfiniteFuture(), [](std::shared_ptr<Job>) {},
-          [&](absl::Status status, v1::ExecuteResponse response, MemoryBudget::Reservation) {
+          [&](absl::Status status, v1::ExecuteResponse* response, MemoryBudget::Reservation) {
             benchmark::DoNotOptimize(response);
             absl::MutexLock lock(&mutex);
-            batch_size_sum_ += response.info().batch_size();
+            batch_size_sum_ += response->info().batch_size();
             --outstanding;
             if (!status.ok()) ++failed;
           });

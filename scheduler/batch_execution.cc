@@ -74,7 +74,7 @@ absl::Status ExecuteBatch(Device& device, Batch& batch, const Clock& clock,
 
   for (size_t i = 0; i < batch.jobs.size(); ++i) {
     Job& job = *batch.jobs[i];
-    Operation().swap(job.operation);
+    job.operation = Operation();
     JobResult result;
     result.status = std::move(items[i].status);
     if (result.status.ok()) result.output = std::move(items[i].output);

@@ -6,6 +6,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernels/backend/device.h"
@@ -19,7 +20,9 @@ struct Job;
 
 // How a job ran, reported back to the client (ExecutionInfo).
 struct ExecutionInfo {
-  std::string device;
+  // The device's name (DeviceDescription::name): devices outlive every
+  // answer the scheduler delivers.
+  absl::string_view device;
   uint32_t batch_size = 0;
   absl::Duration queue_duration;
   absl::Duration compute_duration;

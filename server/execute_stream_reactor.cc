@@ -77,9 +77,9 @@ void ExecuteStreamReactor::OnReadDone(bool ok) {
         reserved_bytes_.emplace(sequence, bytes);
         jobs_.emplace(sequence, std::move(job));
       },
-      [this, sequence](absl::Status status, v1::ExecuteResponse response,
+      [this, sequence](absl::Status status, v1::ExecuteResponse* response,
                        MemoryBudget::Reservation held) {
-        OnItemDone(sequence, std::move(status), std::move(response), std::move(held));
+        OnItemDone(sequence, std::move(status), std::move(*response), std::move(held));
       });
   {
     absl::MutexLock lock(&mutex_);

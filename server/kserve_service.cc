@@ -105,10 +105,10 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
         job->cancelled_elsewhere = [context] { return context->IsCancelled(); };
       },
       [reactor, response_bytes, gate = gate_, model = infer.model_name()](
-          absl::Status status, v1::ExecuteResponse result, MemoryBudget::Reservation held) {
+          absl::Status status, v1::ExecuteResponse* result, MemoryBudget::Reservation held) {
         grpc::Status answer = ToGrpcStatus(status);
         if (status.ok()) {
-          answer = SerializeMessage(kserve::ToModelInferResponse(model, &result), response_bytes);
+          answer = SerializeMessage(kserve::ToModelInferResponse(model, result), response_bytes);
         }
         reactor->Finish(answer);
         gate->Exit();

@@ -82,10 +82,10 @@ grpc::ServerUnaryReactor* OperatorService::Execute(grpc::CallbackServerContext* 
       [context](std::shared_ptr<Job> job) {
         job->cancelled_elsewhere = [context] { return context->IsCancelled(); };
       },
-      [reactor, response_bytes, gate = gate_](absl::Status status, v1::ExecuteResponse result,
+      [reactor, response_bytes, gate = gate_](absl::Status status, v1::ExecuteResponse* result,
                                               MemoryBudget::Reservation held) {
         grpc::Status answer = ToGrpcStatus(status);
-        if (status.ok()) answer = SerializeMessage(result, response_bytes);
+        if (status.ok()) answer = SerializeMessage(*result, response_bytes);
         // The response is serialized; then the memory it held (`held`,
         // released as this returns) and the drain gate go.
         reactor->Finish(answer);

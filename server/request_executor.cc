@@ -27,19 +27,23 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   const uint64_t request_bytes = request->ByteSizeLong();
   if (metrics_ != nullptr) metrics_->RequestStarted(kind, request_bytes);
 
-  v1::ExecuteResponse response;
-  response.set_request_id(request->request_id());
   // Shared by both outcomes; the metrics see every answer exactly once.
-  auto finish = [metrics = metrics_, kind, start](absl::Status status, v1::ExecuteResponse response,
-                                                  MemoryBudget::Reservation held,
-                                                  ResponseCallback& done) {
+  auto finish = [metrics = metrics_, kind, start](
+                    absl::Status status, v1::ExecuteResponse* response,
+                    MemoryBudget::Reservation held, ResponseCallback& done) {
     if (metrics != nullptr) metrics->RequestFinished(kind, status.code(), absl::Now() - start);
-    done(std::move(status), std::move(response), std::move(held));
+    done(std::move(status), response, std::move(held));
+  };
+  // An answer that never reaches the scheduler.
+  auto refuse = [&](absl::Status status) {
+    v1::ExecuteResponse response;
+    response.set_request_id(request->request_id());
+    finish(std::move(status), &response, {}, done);
   };
 
   absl::StatusOr<Operation> operation = DecodeExecuteRequest(request, *tensors_, max_tensor_bytes_);
   if (!operation.ok()) {
-    finish(operation.status(), std::move(response), {}, done);
+    refuse(operation.status());
     return;
   }
   // The request's message (its payloads now live on in the job), the output
@@ -50,7 +54,7 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
     absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(
         request_bytes + OutputBytes(*operation) + scheduler_->WorkingBytes(*operation));
     if (!reserved.ok()) {
-      finish(reserved.status(), std::move(response), {}, done);
+      refuse(reserved.status());
       return;
     }
     held = *std::move(reserved);
@@ -59,13 +63,16 @@ void RequestExecutor::Execute(v1::ExecuteRequest* request, absl::Time deadline,
   auto job = std::make_shared<Job>();
   job->operation = *std::move(operation);
   job->deadline = deadline;
-  // The job owns everything the answer needs; a refused Submit does not call
-  // `done`, so the refusal is reported through it below.
+  // The job owns everything the answer needs (the response is made when it
+  // is given); a refused Submit does not call `done`, so the refusal is
+  // reported through it below.
   job->done = [finish, done = std::move(done), held = std::move(held),
-               response = std::move(response)](JobResult result) mutable {
+               request_id = std::move(*request->mutable_request_id())](JobResult result) mutable {
+    v1::ExecuteResponse response;
+    response.set_request_id(std::move(request_id));
     absl::Status status = std::move(result.status);
     if (status.ok()) EncodeJobOutput(std::move(result), &response);
-    finish(std::move(status), std::move(response), std::move(held), done);
+    finish(std::move(status), &response, std::move(held), done);
   };
   on_admit(job);
   if (absl::Status status = scheduler_->Submit(job); !status.ok()) {

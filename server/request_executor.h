@@ -25,17 +25,18 @@ class RequestExecutor {
  public:
   // Called exactly once per request, from any thread, possibly before
   // Execute() returns; must not block. `response` carries the request_id, and
-  // on success the output and execution info. The caller keeps `held` until
+  // on success the output and execution info; it lives until the callback
+  // returns, and the callback may move from it. The caller keeps `held` until
   // the response has been handed to the client, so the memory budget covers
   // responses waiting to be sent too.
   using ResponseCallback = absl::AnyInvocable<void(
-      absl::Status status, v1::ExecuteResponse response, MemoryBudget::Reservation held)>;
+      absl::Status status, v1::ExecuteResponse* response, MemoryBudget::Reservation held)>;
 
   // All must outlive the executor. `metrics` and `budget` may be null.
   RequestExecutor(Scheduler* scheduler, const TensorRegistry* tensors, ServiceMetrics* metrics,
                   uint64_t max_tensor_bytes, MemoryBudget* budget);
 
-  // Runs `request`, whose payloads are moved out. `deadline` comes from the
+  // Runs `request`, whose payloads and request_id are moved out. `deadline` comes from the
   // client. `on_admit` receives the job before it is submitted, so the caller
   // can cancel it later (it is not called when decoding fails).
   void Execute(v1::ExecuteRequest* request, absl::Time deadline,

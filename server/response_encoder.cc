@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/time/time.h"
+#include "server/duration_seconds.h"
 
 namespace dmlserve {
 
@@ -21,10 +22,10 @@ void EncodeTensor(Tensor tensor, v1::Tensor* proto) {
 }
 
 void EncodeExecutionInfo(const ExecutionInfo& info, v1::ExecutionInfo* proto) {
-  proto->set_device(info.device);
+  proto->set_device(info.device.data(), info.device.size());
   proto->set_batch_size(info.batch_size);
-  proto->set_queue_seconds(absl::ToDoubleSeconds(info.queue_duration));
-  proto->set_compute_seconds(absl::ToDoubleSeconds(info.compute_duration));
+  proto->set_queue_seconds(DurationSeconds(info.queue_duration));
+  proto->set_compute_seconds(DurationSeconds(info.compute_duration));
 }
 
 void EncodeJobOutput(JobResult result, v1::ExecuteResponse* response) {

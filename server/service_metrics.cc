@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/duration_seconds.h"
 #include "server/metrics/buckets.h"
 #include "server/status_conversion.h"
 
@@ -212,14 +213,14 @@ void ServiceMetrics::RequestFinished(std::optional<OperatorKind> kind, absl::Sta
         ->Add({{"operator", OperatorLabel(kind)}, {"code", std::string(StatusCodeName(code))}})
         .Increment();
   }
-  request_duration_[Slot(kind)]->Observe(absl::ToDoubleSeconds(duration));
+  request_duration_[Slot(kind)]->Observe(DurationSeconds(duration));
   inflight_requests_->Decrement();
 }
 
 void ServiceMetrics::OnQueueDepth(int depth) { queue_depth_->Set(depth); }
 
 void ServiceMetrics::OnJobStarted(OperatorKind kind, absl::Duration queue_duration) {
-  queue_duration_[Slot(kind)]->Observe(absl::ToDoubleSeconds(queue_duration));
+  queue_duration_[Slot(kind)]->Observe(DurationSeconds(queue_duration));
 }
 
 void ServiceMetrics::OnBatchExecuted(OperatorKind kind, absl::string_view device, int batch_size,
@@ -232,7 +233,7 @@ void ServiceMetrics::OnBatchExecuted(OperatorKind kind, absl::string_view device
       it != compute_by_device_.end()
           ? *it->second
           : compute_duration_->Add({{"device", std::string(device)}}, metrics::LatencyBuckets());
-  histogram.Observe(absl::ToDoubleSeconds(compute_duration));
+  histogram.Observe(DurationSeconds(compute_duration));
   if (auto batches = batches_by_device_.find(device); batches != batches_by_device_.end()) {
     batches->second[static_cast<size_t>(kind)]->Increment();
   } else {

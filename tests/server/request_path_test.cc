@@ -151,10 +151,10 @@ TEST(RequestPathTest, ConcurrentRequestsChurnCancellationAndScrapes) {
                 cancellers.emplace_back([job] { job->Cancel(); });
               }
             },
-            [&, expected, request](absl::Status status, v1::ExecuteResponse response,
+            [&, expected, request](absl::Status status, v1::ExecuteResponse* response,
                                    MemoryBudget::Reservation) {
               if (status.ok()) {
-                if (TensorValues(response.output()) != expected->values) ++wrong;
+                if (TensorValues(response->output()) != expected->values) ++wrong;
                 ++answered;
               } else if (status.code() == absl::StatusCode::kCancelled) {
                 ++cancelled;
