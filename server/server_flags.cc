@@ -268,10 +268,18 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
   if (config.max_concurrent_streams < 1) {
     return FlagError("max_concurrent_streams", config.max_concurrent_streams, "must be at least 1");
   }
-  if (config.max_connection_idle <= absl::ZeroDuration() ||
-      config.max_connection_age <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "--max_connection_idle, --max_connection_age: must be positive (inf: no limit)");
+  // gRPC takes these in int milliseconds and reads INT_MAX as "never": a
+  // finite value that long would quietly mean no limit.
+  constexpr absl::Duration kLongestConnectionLimit = absl::Milliseconds(INT_MAX - 1);
+  for (const auto& [flag, value] : {std::pair{"max_connection_idle", config.max_connection_idle},
+                                    std::pair{"max_connection_age", config.max_connection_age}}) {
+    if (value <= absl::ZeroDuration() ||
+        (value != absl::InfiniteDuration() && value > kLongestConnectionLimit)) {
+      return FlagError(flag, absl::FormatDuration(value),
+                       absl::StrCat("must be positive and at most ",
+                                    absl::FormatDuration(kLongestConnectionLimit),
+                                    " (inf: no limit)"));
+    }
   }
   if (config.grpc_memory_bytes < 2 * config.max_request_bytes) {
     return FlagError("grpc_memory_bytes", config.grpc_memory_bytes,
