@@ -275,10 +275,10 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
                                     std::pair{"max_connection_age", config.max_connection_age}}) {
     if (value <= absl::ZeroDuration() ||
         (value != absl::InfiniteDuration() && value > kLongestConnectionLimit)) {
-      return FlagError(flag, absl::FormatDuration(value),
-                       absl::StrCat("must be positive and at most ",
-                                    absl::FormatDuration(kLongestConnectionLimit),
-                                    " (inf: no limit)"));
+      return FlagError(
+          flag, absl::FormatDuration(value),
+          absl::StrCat("must be positive and at most ",
+                       absl::FormatDuration(kLongestConnectionLimit), " (inf: no limit)"));
     }
   }
   if (config.grpc_memory_bytes < 2 * config.max_request_bytes) {
