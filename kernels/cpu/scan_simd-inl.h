@@ -213,7 +213,12 @@ struct ScanLoops {
   // kN - stride + j % stride of the previous vector's result whatever the
   // vector's position. Only the masks depend on the position (in-segment
   // offsets repeat every segment / gcd(segment, kN) vectors), so they are
-  // tabulated per phase; with no segment there is a single phase.
+  // tabulated per phase; with no segment there is a single phase. The
+  // phases are stored in the order the vectors meet them and stepped
+  // through with a counter, not a next-phase index read from the table (a
+  // load in a chain through every vector). What bounds the loop is the
+  // running value: each vector's permute and add wait for the previous
+  // vector's (about 8 cycles a vector on Zen 3).
   static constexpr int kLog = kN >= 16 ? 4 : kN >= 8 ? 3 : kN >= 4 ? 2 : kN >= 2 ? 1 : 0;
   static constexpr int64_t kMaxSegment = 4 * kN;
   // A stream shorter than this many vectors runs element by element: its
@@ -226,18 +231,18 @@ struct ScanLoops {
   struct Phase {
     Mask shift[kLog > 0 ? kLog : 1];
     Mask carry, exclusive;
-    int next;
   };
 
   struct StreamTables {
     int shifts = 0;
     Idx shift[kLog > 0 ? kLog : 1];
     Idx carry, exclusive;
-    Phase phases[kMaxSegment];
+    int cycle = 0;              // phases met before they repeat
+    Phase phases[kMaxSegment];  // in the order the vectors meet them
   };
 
-  // Tables for vectors starting at stream offset `first` (phases reachable
-  // from it only).
+  // Tables for vectors starting at stream offset `first`: phases[0] is the
+  // first vector's.
   static void BuildTables(int64_t w, int64_t segment, int64_t first, StreamTables& t) {
     int idx[kN];
     for (int64_t s = w; s < kN; s *= 2) {
@@ -266,7 +271,7 @@ struct ScanLoops {
         pos[j] = segment ? offset : INT64_MAX;
         if (++offset == segment) offset = 0;
       }
-      Phase& p = t.phases[phase];
+      Phase& p = t.phases[t.cycle++];
       int k = 0;
       for (int64_t s = w; s < kN; s *= 2, ++k) {
         uint32_t bits = 0;
@@ -280,9 +285,9 @@ struct ScanLoops {
       }
       p.carry = L::MakeMask(carry);
       p.exclusive = L::MakeMask(exclusive);
-      p.next = segment ? static_cast<int>((phase + kN) % segment) : 0;
-      if (p.next == start) break;
-      phase = p.next;
+      const int64_t next = segment ? (phase + kN) % segment : 0;
+      if (next == start) break;
+      phase = next;
     }
   }
 
@@ -290,14 +295,16 @@ struct ScanLoops {
   // vector's inclusive result.
   template <bool kStore, bool kReverse, bool kNt>
   static void StreamVectors(const S* in, S* out, int64_t n, int64_t q, int64_t vectors,
-                            const StreamTables& t, int phase, V& prev) {
+                            const StreamTables& t, V& prev) {
     const V id = VIdentity();
     V last = prev;
+    int phase = 0;  // index into t.phases
     for (int64_t v = 0; v < vectors; ++v, q += kN) {
       const int64_t base = kReverse ? n - q - kN : q;
       V x = M::Load(in + base);
       if constexpr (kReverse) x = L::Reverse(x);
       const Phase& p = t.phases[phase];
+      if (++phase == t.cycle) phase = 0;
       for (int k = 0; k < kLog && k < t.shifts; ++k) {
         x = L::Apply(Op(), x, L::Select(x, t.shift[k], p.shift[k], id));
       }
@@ -313,7 +320,6 @@ struct ScanLoops {
           M::Store(out + base, y);
         }
       }
-      phase = p.next;
     }
     prev = last;
   }
@@ -361,23 +367,22 @@ struct ScanLoops {
         lanes[kN - w + j] = acc[((m % w) + w) % w];
       }
       V prev = L::LoadAcc(lanes);
-      const int phase = segment ? static_cast<int>(q % segment) : 0;
       if (out == nullptr) {
         if (reverse) {
-          StreamVectors<false, true, false>(in, out, n, q, vectors, t, phase, prev);
+          StreamVectors<false, true, false>(in, out, n, q, vectors, t, prev);
         } else {
-          StreamVectors<false, false, false>(in, out, n, q, vectors, t, phase, prev);
+          StreamVectors<false, false, false>(in, out, n, q, vectors, t, prev);
         }
       } else if (reverse) {
         if (nt) {
-          StreamVectors<true, true, true>(in, out, n, q, vectors, t, phase, prev);
+          StreamVectors<true, true, true>(in, out, n, q, vectors, t, prev);
         } else {
-          StreamVectors<true, true, false>(in, out, n, q, vectors, t, phase, prev);
+          StreamVectors<true, true, false>(in, out, n, q, vectors, t, prev);
         }
       } else if (nt) {
-        StreamVectors<true, false, true>(in, out, n, q, vectors, t, phase, prev);
+        StreamVectors<true, false, true>(in, out, n, q, vectors, t, prev);
       } else {
-        StreamVectors<true, false, false>(in, out, n, q, vectors, t, phase, prev);
+        StreamVectors<true, false, false>(in, out, n, q, vectors, t, prev);
       }
       q += vectors * kN;
       L::StoreAcc(lanes, prev);
