@@ -208,8 +208,9 @@ class DevicePool {
     absl::Time ended;
   };
   // Counts a batch of `kind` claimed on `slot` as done. `measured`: it ran
-  // (null: it failed), and the device's cost model learns from it first, so
-  // that a trial that ran confirms its estimate.
+  // (null: it failed, or every job had died and the device ran nothing),
+  // and the device's cost model learns from it first, so that a trial that
+  // ran confirms its estimate.
   void Release(Slot& slot, OperatorKind kind, const Measured* measured = nullptr);
   // Batches running now, on every device.
   int inflight_batches() const { return inflight_batches_; }

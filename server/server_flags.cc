@@ -269,16 +269,17 @@ absl::StatusOr<ServerConfig> ServerConfigFromFlags() {
     return FlagError("max_concurrent_streams", config.max_concurrent_streams, "must be at least 1");
   }
   // gRPC takes these in int milliseconds and reads INT_MAX as "never": a
-  // finite value that long would quietly mean no limit.
+  // finite value that long would quietly mean no limit, and one under a
+  // millisecond would be 0.
   constexpr absl::Duration kLongestConnectionLimit = absl::Milliseconds(INT_MAX - 1);
   for (const auto& [flag, value] : {std::pair{"max_connection_idle", config.max_connection_idle},
                                     std::pair{"max_connection_age", config.max_connection_age}}) {
-    if (value <= absl::ZeroDuration() ||
+    if (value < absl::Milliseconds(1) ||
         (value != absl::InfiniteDuration() && value > kLongestConnectionLimit)) {
       return FlagError(
           flag, absl::FormatDuration(value),
-          absl::StrCat("must be positive and at most ",
-                       absl::FormatDuration(kLongestConnectionLimit), " (inf: no limit)"));
+          absl::StrCat("must be from 1ms to ", absl::FormatDuration(kLongestConnectionLimit),
+                       " (inf: no limit)"));
     }
   }
   if (config.grpc_memory_bytes < 2 * config.max_request_bytes) {

@@ -231,12 +231,18 @@ struct ScanLoops {
   struct Phase {
     Mask shift[kLog > 0 ? kLog : 1];
     Mask carry, exclusive;
+    // As the second vector of a pair (StreamVectors): the lanes whose line
+    // runs on from before the first vector, through it, into this one.
+    Mask carry_through;
   };
 
   struct StreamTables {
     int shifts = 0;
     Idx shift[kLog > 0 ? kLog : 1];
     Idx carry, exclusive;
+    // Lane j of a pair's second vector: the lane of the running value that
+    // its line's carry through the first vector comes from.
+    Idx carry_through;
     int cycle = 0;              // phases met before they repeat
     Phase phases[kMaxSegment];  // in the order the vectors meet them
   };
@@ -253,11 +259,15 @@ struct ScanLoops {
     // this vector, that is when its offset in its segment reaches past the
     // lanes of its line within the vector: w * (j / w + 1).
     int64_t carry_from[kN];
+    int carry_lane[kN];  // lane of the previous vector lane j carries from
     for (int j = 0; j < kN; ++j) {
-      idx[j] = static_cast<int>(kN - w + j % w);
+      carry_lane[j] = static_cast<int>(kN - w + j % w);
       carry_from[j] = w * (j / w + 1);
     }
-    t.carry = L::MakeIdx(idx);
+    t.carry = L::MakeIdx(carry_lane);
+    for (int j = 0; j < kN; ++j) idx[j] = carry_lane[carry_lane[j]];
+    t.carry_through = L::MakeIdx(idx);
+    uint32_t carry_bits[kMaxSegment];
     for (int j = 0; j < kN; ++j) idx[j] = j >= w ? static_cast<int>(j - w) : 0;
     t.exclusive = L::MakeIdx(idx);
     const int64_t start = segment ? first % segment : 0;
@@ -285,41 +295,86 @@ struct ScanLoops {
       }
       p.carry = L::MakeMask(carry);
       p.exclusive = L::MakeMask(exclusive);
+      carry_bits[t.cycle - 1] = carry;
       const int64_t next = segment ? (phase + kN) % segment : 0;
       if (next == start) break;
       phase = next;
+    }
+    for (int i = 0; i < t.cycle; ++i) {
+      const uint32_t before = carry_bits[(i + t.cycle - 1) % t.cycle];
+      uint32_t through = 0;
+      for (int j = 0; j < kN; ++j) {
+        through |= ((carry_bits[i] >> j) & (before >> carry_lane[j]) & 1u) << j;
+      }
+      t.phases[i].carry_through = L::MakeMask(through);
     }
   }
 
   // Vectors at stream offsets [q, q + vectors * kN); `prev` is the previous
   // vector's inclusive result.
+  //
+  // Two vectors a step: the second's prefix takes the first's (without the
+  // running value) first, and then the running value through both
+  // (carry_through), so each step waits for one permute and one combine of
+  // the running value where a vector a step waited for one each: the chain,
+  // not the arithmetic, bounds this loop.
   template <bool kStore, bool kReverse, bool kNt>
   static void StreamVectors(const S* in, S* out, int64_t n, int64_t q, int64_t vectors,
                             const StreamTables& t, V& prev) {
     const V id = VIdentity();
-    V last = prev;
-    int phase = 0;  // index into t.phases
-    for (int64_t v = 0; v < vectors; ++v, q += kN) {
-      const int64_t base = kReverse ? n - q - kN : q;
-      V x = M::Load(in + base);
+    auto load = [&](int64_t at, const Phase& p) {
+      V x = M::Load(in + (kReverse ? n - at - kN : at));
       if constexpr (kReverse) x = L::Reverse(x);
-      const Phase& p = t.phases[phase];
-      if (++phase == t.cycle) phase = 0;
       for (int k = 0; k < kLog && k < t.shifts; ++k) {
         x = L::Apply(Op(), x, L::Select(x, t.shift[k], p.shift[k], id));
       }
-      const V carry = L::Select(last, t.carry, p.carry, id);
-      last = L::Apply(Op(), carry, x);
+      return x;
+    };
+    // `result` is the inclusive scan of the vector at `at`, `carry` what came
+    // into it from before.
+    auto store = [&](int64_t at, const Phase& p, V result, V carry) {
       if constexpr (kStore) {
-        V y = last;
-        if constexpr (kExclusive) y = L::Select(last, t.exclusive, p.exclusive, carry);
+        V y = result;
+        if constexpr (kExclusive) y = L::Select(result, t.exclusive, p.exclusive, carry);
         if constexpr (kReverse) y = L::Reverse(y);
+        S* to = out + (kReverse ? n - at - kN : at);
         if constexpr (kNt) {
-          M::StoreNt(out + base, y);
+          M::StoreNt(to, y);
         } else {
-          M::Store(out + base, y);
+          M::Store(to, y);
         }
+      } else {
+        (void)at, (void)p, (void)result, (void)carry;
       }
+    };
+    V last = prev;
+    int phase = 0;  // index into t.phases
+    auto next_phase = [&] {
+      const Phase& p = t.phases[phase];
+      if (++phase == t.cycle) phase = 0;
+      return &p;
+    };
+    int64_t v = 0;
+    for (; v + 2 <= vectors; v += 2, q += 2 * kN) {
+      const Phase& p0 = *next_phase();
+      const Phase& p1 = *next_phase();
+      const V x0 = load(q, p0);
+      const V x1 = L::Apply(Op(), L::Select(x0, t.carry, p1.carry, id), load(q + kN, p1));
+      const V carry0 = L::Select(last, t.carry, p0.carry, id);
+      const V last0 = L::Apply(Op(), carry0, x0);
+      last = L::Apply(Op(), L::Select(last, t.carry_through, p1.carry_through, id), x1);
+      store(q, p0, last0, carry0);
+      if constexpr (kStore && kExclusive) {
+        store(q + kN, p1, last, L::Select(last0, t.carry, p1.carry, id));
+      } else {
+        store(q + kN, p1, last, id);
+      }
+    }
+    if (v < vectors) {
+      const Phase& p = *next_phase();
+      const V carry = L::Select(last, t.carry, p.carry, id);
+      last = L::Apply(Op(), carry, load(q, p));
+      store(q, p, last, carry);
     }
     prev = last;
   }

@@ -311,6 +311,13 @@ TEST_P(ScanIsaTest, NarrowRowsAndShortLinesMatchTheReference) {
     shapes.push_back({{5, 2, 2, width}, 2});  // two rows per slab
   }
   for (uint32_t length = 1; length <= 33; ++length) shapes.push_back({{29, length}, 1});
+  // Many short segments of odd length, one or several lines each: streams
+  // long enough for the vectors (16 of them) on every level, whose phases
+  // cycle through every in-segment offset.
+  for (const auto& [sizes, axis] : std::vector<std::pair<Shape, uint32_t>>{
+           {{64, 7}, 1}, {{40, 5, 3}, 1}, {{50, 3, 2}, 1}, {{33, 2, 5}, 1}, {{23, 11}, 1}}) {
+    shapes.push_back({sizes, axis});
+  }
   for (OperatorKind kind : {OperatorKind::kCumulativeSummation, OperatorKind::kCumulativeProduct}) {
     for (DataType type : SupportedDataTypes(kind)) {
       for (const auto& [sizes, axis] : shapes) {

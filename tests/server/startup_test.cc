@@ -115,7 +115,7 @@ TEST(StartupTest, InvalidLimitsAreRejected) {
        {"--max_queue=0", "--max_batch_size=0", "--cpu_devices=0", "--max_request_bytes=0",
         "--max_queue_delay_us=-1", "--hold_backstop_us=-1", "--max_inflight_bytes=1000",
         "--max_registered_tensors=0", "--max_batch_attempts=0", "--max_connection_idle=0",
-        "--max_connection_age=1000h"}) {
+        "--max_connection_idle=500us", "--max_connection_age=1000h"}) {
     SCOPED_TRACE(flag);
     const ServerProcess::Exit exit = RunServer({flag});
     EXPECT_NE(exit.exit_code, 0);
