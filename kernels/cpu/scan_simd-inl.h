@@ -217,8 +217,8 @@ struct ScanLoops {
   // phases are stored in the order the vectors meet them and stepped
   // through with a counter, not a next-phase index read from the table (a
   // load in a chain through every vector). What bounds the loop is the
-  // running value: each vector's permute and add wait for the previous
-  // vector's (about 8 cycles a vector on Zen 3).
+  // running value, whose permute and combine wait for the previous step's
+  // (about 8 cycles on Zen 3): hence two vectors a step (StreamVectors).
   static constexpr int kLog = kN >= 16 ? 4 : kN >= 8 ? 3 : kN >= 4 ? 2 : kN >= 2 ? 1 : 0;
   static constexpr int64_t kMaxSegment = 4 * kN;
   // A stream shorter than this many vectors runs element by element: its
