@@ -67,6 +67,10 @@ struct Job : public WorkStopCheck {
   }
 
   Operation operation;
+  // The client's deadline. The scheduler judges it by its Clock before a
+  // batch starts, and the device by absl::Now() while it runs: a Scheduler
+  // on a FakeClock (clock.h) needs deadlines on the fake clock's timeline,
+  // or none.
   absl::Time deadline = absl::InfiniteFuture();
   absl::AnyInvocable<void(JobResult)> done;
 
